@@ -1,0 +1,328 @@
+//! Configuration (SPEC §9): `SIDEJOIN_*` variables → raw strings (envy) → a validated `Config`.
+//!
+//! Every problem is collected and reported together; each names its variable, the bad value and
+//! what is expected. Nothing here reads the process environment itself: callers pass the
+//! variables in, so tests and `check` see exactly what `run` sees.
+
+mod checks;
+mod error;
+mod output;
+mod raw;
+mod select;
+mod types;
+mod values;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use raw::known_vars;
+pub use types::*;
+
+use std::net::SocketAddr;
+
+use crate::changelog::Side;
+use error::Problems;
+use raw::RawConfig;
+use values::{parse_bool, parse_columns, parse_duration_ms, parse_enum};
+
+/// What the configuration is for; `run` needs Kafka settings that replay does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Run,
+    Replay,
+    Check,
+}
+
+/// Librdkafka properties sidejoin sets itself (SPEC §9).
+pub const OWNED_KAFKA_PROPERTIES: [&str; 6] = [
+    "group.id",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "isolation.level",
+    "partitioner",
+    "transactional.id",
+];
+
+fn var(name: &str) -> String {
+    format!("SIDEJOIN_{name}")
+}
+
+/// Parses an optional variable, recording a problem when it is set but invalid.
+fn opt<T>(
+    p: &mut Problems,
+    value: &Option<String>,
+    parse: impl FnOnce(&str) -> Result<T, ConfigError>,
+) -> Option<T> {
+    value.as_deref().and_then(|v| p.take(parse(v)))
+}
+
+fn duration(p: &mut Problems, name: &str, value: &Option<String>, default: i64) -> i64 {
+    let v = var(name);
+    opt(p, value, |s| parse_duration_ms(&v, s, false)).unwrap_or(default)
+}
+
+fn boolean(p: &mut Problems, name: &str, value: &Option<String>, default: bool) -> bool {
+    let v = var(name);
+    opt(p, value, |s| parse_bool(&v, s)).unwrap_or(default)
+}
+
+fn side_spec(p: &mut Problems, raw: &RawConfig, side: Side, default_ttl: i64) -> SideSpec {
+    let (key, pk, format, dedup, ttl, time, hash_by, topic) = match side {
+        Side::Left => (
+            &raw.left_key,
+            &raw.left_primary_key,
+            &raw.left_format,
+            &raw.dedup_left,
+            &raw.left_state_ttl,
+            &raw.left_time,
+            &raw.left_hash_by,
+            &raw.left_topic,
+        ),
+        Side::Right => (
+            &raw.right_key,
+            &raw.right_primary_key,
+            &raw.right_format,
+            &raw.dedup_right,
+            &raw.right_state_ttl,
+            &raw.right_time,
+            &raw.right_hash_by,
+            &raw.right_topic,
+        ),
+    };
+    let s = side.var();
+    let key_var = var(&format!("{s}_KEY"));
+    let key = match key {
+        Some(v) => p.take(parse_columns(&key_var, v)).unwrap_or_default(),
+        None => {
+            p.add(
+                &key_var,
+                None,
+                "required: the join key column(s) of this side, comma-separated",
+            );
+            Vec::new()
+        }
+    };
+    let pk_var = var(&format!("{s}_PRIMARY_KEY"));
+    let primary_key = opt(p, pk, |v| parse_columns(&pk_var, v));
+    let format_var = var(&format!("{s}_FORMAT"));
+    let format =
+        opt(p, format, |v| parse_enum(&format_var, v, &Format::CHOICES)).unwrap_or(Format::Json);
+    let time = match time.as_deref().map(str::trim) {
+        None | Some("$timestamp") => TimeSource::RecordTimestamp,
+        Some(c) if !c.is_empty() && !c.contains(',') => TimeSource::Column(c.to_owned()),
+        Some(_) => {
+            p.add(
+                var(&format!("{s}_TIME")),
+                time.as_deref(),
+                "expected one column name, or $timestamp for the Kafka record timestamp",
+            );
+            TimeSource::RecordTimestamp
+        }
+    };
+    let hash_var = var(&format!("{s}_HASH_BY"));
+    SideSpec {
+        side,
+        key,
+        primary_key,
+        format,
+        dedup: boolean(p, &format!("DEDUP_{s}"), dedup, false),
+        ttl_ms: duration(p, &format!("{s}_STATE_TTL"), ttl, default_ttl),
+        time,
+        hash_by: opt(p, hash_by, |v| parse_columns(&hash_var, v)),
+        topic: topic.clone(),
+    }
+}
+
+fn http_addr(p: &mut Problems, raw: &RawConfig) -> SocketAddr {
+    let default: SocketAddr = "0.0.0.0:9464".parse().expect("valid literal address");
+    opt(p, &raw.http_addr, |v| {
+        v.trim().parse::<SocketAddr>().map_err(|_| {
+            ConfigError::new(
+                "SIDEJOIN_HTTP_ADDR",
+                Some(v),
+                "expected host:port, e.g. 0.0.0.0:9464 (port 0 picks a free port)",
+            )
+        })
+    })
+    .unwrap_or(default)
+}
+
+fn kafka_properties(
+    p: &mut Problems,
+    props: Vec<(String, String, String)>,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (prop, value, name) in props {
+        if OWNED_KAFKA_PROPERTIES.contains(&prop.as_str()) {
+            // The value is not echoed: passthrough values may be secrets.
+            p.add(
+                &name,
+                None,
+                format!("`{prop}` is set by sidejoin itself and cannot be overridden"),
+            );
+        } else {
+            out.push((prop, value));
+        }
+    }
+    out
+}
+
+/// Validates the `SIDEJOIN_*` variables among `env` for `mode`.
+pub fn load(
+    env: impl IntoIterator<Item = (String, String)>,
+    mode: Mode,
+) -> Result<Config, ConfigErrors> {
+    let mut p = Problems::default();
+    let raw::RawEnv { vars: raw, kafka } = raw::read(env, &mut p);
+
+    let join_type = opt(&mut p, &raw.join_type, |v| {
+        parse_enum("SIDEJOIN_JOIN_TYPE", v, &JoinType::CHOICES)
+    })
+    .unwrap_or(JoinType::Inner);
+    let default_ttl = duration(&mut p, "STATE_TTL", &raw.state_ttl, 0);
+    let left = side_spec(&mut p, &raw, Side::Left, default_ttl);
+    let right = side_spec(&mut p, &raw, Side::Right, default_ttl);
+    let select = match &raw.select {
+        Some(v) => p
+            .take(select::parse_select(v))
+            .unwrap_or_else(select::default_select),
+        None => select::default_select(),
+    };
+    let broadcast = opt(&mut p, &raw.broadcast, |v| {
+        parse_enum(
+            "SIDEJOIN_BROADCAST",
+            v,
+            &[("left", Side::Left), ("right", Side::Right)],
+        )
+    });
+    let mut join = JoinSpec {
+        join_type,
+        left,
+        right,
+        null_keys_match: boolean(&mut p, "NULL_KEYS_MATCH", &raw.null_keys_match, false),
+        allow_generated_retracts: boolean(
+            &mut p,
+            "ALLOW_GENERATED_RETRACTS",
+            &raw.allow_generated_retracts,
+            true,
+        ),
+        select,
+        interval: None,
+        broadcast,
+    };
+    let mut warnings = Vec::new();
+    join.interval = checks::interval(&mut p, &raw, &join, &mut warnings);
+    checks::sides(&mut p, &join);
+
+    let output = output::output_spec(&mut p, &raw, &join, &mut warnings);
+
+    let application_id = raw
+        .application_id
+        .clone()
+        .unwrap_or_else(|| "sidejoin".to_owned());
+    let kafka = KafkaSpec {
+        bootstrap_servers: raw.bootstrap_servers.clone(),
+        dlq_topic: raw
+            .dlq_topic
+            .clone()
+            .unwrap_or_else(|| format!("{application_id}.dlq")),
+        application_id,
+        properties: kafka_properties(&mut p, kafka),
+        guarantee: opt(&mut p, &raw.processing_guarantee, |v| {
+            parse_enum(
+                "SIDEJOIN_PROCESSING_GUARANTEE",
+                v,
+                &[
+                    ("at_least_once", Guarantee::AtLeastOnce),
+                    ("exactly_once", Guarantee::ExactlyOnce),
+                ],
+            )
+        })
+        .unwrap_or(Guarantee::AtLeastOnce),
+        commit_interval_ms: duration(&mut p, "COMMIT_INTERVAL", &raw.commit_interval, 100),
+        auto_offset_reset: opt(&mut p, &raw.auto_offset_reset, |v| {
+            parse_enum(
+                "SIDEJOIN_AUTO_OFFSET_RESET",
+                v,
+                &[
+                    ("earliest", OffsetReset::Earliest),
+                    ("latest", OffsetReset::Latest),
+                ],
+            )
+        })
+        .unwrap_or(OffsetReset::Earliest),
+        schema_registry_url: raw.schema_registry_url.clone(),
+    };
+    let process = ProcessSpec {
+        http_addr: http_addr(&mut p, &raw),
+        state_dir: raw
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| "./sidejoin-state".to_owned())
+            .into(),
+        log_format: opt(&mut p, &raw.log_format, |v| {
+            parse_enum(
+                "SIDEJOIN_LOG_FORMAT",
+                v,
+                &[("text", LogFormat::Text), ("json", LogFormat::Json)],
+            )
+        })
+        .unwrap_or(LogFormat::Text),
+        shutdown_timeout_ms: duration(&mut p, "SHUTDOWN_TIMEOUT", &raw.shutdown_timeout, 30_000),
+        on_error: opt(&mut p, &raw.on_error, |v| {
+            parse_enum(
+                "SIDEJOIN_ON_ERROR",
+                v,
+                &[
+                    ("dlq", OnError::Dlq),
+                    ("fail", OnError::Fail),
+                    ("skip", OnError::Skip),
+                ],
+            )
+        })
+        .unwrap_or(OnError::Dlq),
+    };
+    if mode == Mode::Run {
+        checks::run_requirements(&mut p, &raw, &join, &output);
+    }
+    p.into_result(|| Config {
+        join,
+        output,
+        kafka,
+        process,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_vars(pairs: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        load(
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            Mode::Replay,
+        )
+    }
+
+    #[test]
+    fn minimal_config_has_defaults() {
+        let c = load_vars(&[("SIDEJOIN_LEFT_KEY", "id"), ("SIDEJOIN_RIGHT_KEY", "id")]).unwrap();
+        assert_eq!(c.join.join_type, JoinType::Inner);
+        assert!(c.join.allow_generated_retracts);
+        assert_eq!(c.output.mode, OutputMode::Changelog);
+        assert_eq!(c.kafka.dlq_topic, "sidejoin.dlq");
+        assert_eq!(c.process.http_addr.port(), 9464);
+        assert_eq!(c.output.key[0].name, "id");
+    }
+
+    #[test]
+    fn owned_kafka_property_is_refused_without_echoing_the_value() {
+        let e = load_vars(&[
+            ("SIDEJOIN_LEFT_KEY", "id"),
+            ("SIDEJOIN_RIGHT_KEY", "id"),
+            ("SIDEJOIN_KAFKA_GROUP_ID", "secret-ish"),
+        ])
+        .unwrap_err();
+        assert_eq!(e.0[0].var, "SIDEJOIN_KAFKA_GROUP_ID");
+        assert!(!e.to_string().contains("secret-ish"));
+    }
+}

@@ -1,0 +1,223 @@
+//! The `SIDEJOIN_*` environment as given: every variable a string, read with envy, plus the
+//! `SIDEJOIN_KAFKA_*` passthrough and the unknown-variable check (with a suggestion).
+//!
+//! Nothing here interprets a value; `config::load` validates them one by one.
+
+use std::collections::BTreeMap;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use super::error::Problems;
+
+pub const PREFIX: &str = "SIDEJOIN_";
+/// `SIDEJOIN_KAFKA_<PROPERTY>` variables are passed to librdkafka.
+pub const KAFKA_PREFIX: &str = "SIDEJOIN_KAFKA_";
+
+/// Every known variable, without its `SIDEJOIN_` prefix, lower-cased (envy's convention).
+#[derive(Debug, Default, Deserialize)]
+pub struct RawConfig {
+    // Kafka and process
+    pub bootstrap_servers: Option<String>,
+    pub application_id: Option<String>,
+    pub left_topic: Option<String>,
+    pub right_topic: Option<String>,
+    pub output_topic: Option<String>,
+    pub http_addr: Option<String>,
+    pub state_dir: Option<String>,
+    pub log_format: Option<String>,
+    pub shutdown_timeout: Option<String>,
+    pub processing_guarantee: Option<String>,
+    pub commit_interval: Option<String>,
+    pub auto_offset_reset: Option<String>,
+    pub schema_registry_url: Option<String>,
+    // Join
+    pub join_type: Option<String>,
+    pub left_key: Option<String>,
+    pub right_key: Option<String>,
+    pub left_primary_key: Option<String>,
+    pub right_primary_key: Option<String>,
+    pub left_format: Option<String>,
+    pub right_format: Option<String>,
+    pub null_keys_match: Option<String>,
+    pub select: Option<String>,
+    pub allow_generated_retracts: Option<String>,
+    pub dedup_left: Option<String>,
+    pub dedup_right: Option<String>,
+    pub state_ttl: Option<String>,
+    pub left_state_ttl: Option<String>,
+    pub right_state_ttl: Option<String>,
+    // Interval join
+    pub interval_lower: Option<String>,
+    pub interval_upper: Option<String>,
+    pub left_time: Option<String>,
+    pub right_time: Option<String>,
+    pub watermark_delay: Option<String>,
+    pub allowed_lateness: Option<String>,
+    pub idle_timeout: Option<String>,
+    pub max_wait: Option<String>,
+    // Scale-out
+    pub left_hash_by: Option<String>,
+    pub right_hash_by: Option<String>,
+    pub broadcast: Option<String>,
+    // Output and errors
+    pub output_mode: Option<String>,
+    pub output_key: Option<String>,
+    pub output_format: Option<String>,
+    pub output_avro_schema: Option<String>,
+    pub on_error: Option<String>,
+    pub dlq_topic: Option<String>,
+}
+
+/// The environment split into known variables and librdkafka properties.
+#[derive(Debug, Default)]
+pub struct RawEnv {
+    pub vars: RawConfig,
+    /// `(librdkafka property, value, variable name)`, in variable-name order.
+    pub kafka: Vec<(String, String, String)>,
+}
+
+/// Names of the fields of a struct, read from its `Deserialize` implementation.
+fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    struct Probe(&'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for &mut Probe {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(de::Error::custom("probed"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    let mut probe = Probe(&[]);
+    let _ = T::deserialize(&mut probe);
+    probe.0
+}
+
+/// Every known variable name, with its prefix (`SIDEJOIN_JOIN_TYPE`, …).
+pub fn known_vars() -> Vec<String> {
+    field_names::<RawConfig>()
+        .iter()
+        .map(|f| format!("{PREFIX}{}", f.to_ascii_uppercase()))
+        .collect()
+}
+
+/// The known variable closest to `name`, if any is close enough to be a likely typo.
+fn nearest(name: &str, known: &[String]) -> Option<String> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+        .filter(|(d, k)| *d <= 3.max(k.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.clone())
+}
+
+/// Splits the `SIDEJOIN_*` variables of `env` into known ones and Kafka properties; every unknown
+/// variable is a problem.
+pub fn read(env: impl IntoIterator<Item = (String, String)>, problems: &mut Problems) -> RawEnv {
+    let known = known_vars();
+    let mut ours = BTreeMap::new();
+    let mut kafka = Vec::new();
+    for (name, value) in env {
+        if !name.starts_with(PREFIX) {
+            continue;
+        }
+        if let Some(prop) = name.strip_prefix(KAFKA_PREFIX) {
+            if prop.is_empty() {
+                problems.add(
+                    &name,
+                    None,
+                    "expected SIDEJOIN_KAFKA_<PROPERTY>, e.g. SIDEJOIN_KAFKA_SECURITY_PROTOCOL",
+                );
+            } else {
+                kafka.push((prop.to_ascii_lowercase().replace('_', "."), value, name));
+            }
+        } else if known.contains(&name) {
+            ours.insert(name, value);
+        } else {
+            let hint = match nearest(&name, &known) {
+                Some(k) => format!("unknown variable; did you mean {k}?"),
+                None => "unknown variable (see the configuration table in README.md)".to_owned(),
+            };
+            // The value is not echoed: an unknown variable may hold a secret.
+            problems.add(&name, None, hint);
+        }
+    }
+    kafka.sort_by(|a, b| a.2.cmp(&b.2));
+    let vars = envy::prefixed(PREFIX)
+        .from_iter::<_, RawConfig>(ours)
+        .unwrap_or_else(|e| {
+            problems.add(
+                "SIDEJOIN_*",
+                None,
+                format!("cannot read the environment: {e}"),
+            );
+            RawConfig::default()
+        });
+    RawEnv { vars, kafka }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn known_vars_come_from_the_struct() {
+        let known = known_vars();
+        assert!(known.contains(&"SIDEJOIN_JOIN_TYPE".to_owned()));
+        assert!(known.contains(&"SIDEJOIN_DLQ_TOPIC".to_owned()));
+        assert_eq!(known.len(), field_names::<RawConfig>().len());
+    }
+
+    #[test]
+    fn reads_known_and_kafka_vars() {
+        let mut p = Problems::default();
+        let raw = read(
+            env(&[
+                ("SIDEJOIN_JOIN_TYPE", "left"),
+                ("SIDEJOIN_KAFKA_SECURITY_PROTOCOL", "SASL_SSL"),
+                ("PATH", "/bin"),
+            ]),
+            &mut p,
+        );
+        assert!(p.is_empty());
+        assert_eq!(raw.vars.join_type.as_deref(), Some("left"));
+        assert_eq!(raw.kafka[0].0, "security.protocol");
+    }
+
+    #[test]
+    fn unknown_var_suggests_nearest() {
+        let mut p = Problems::default();
+        read(env(&[("SIDEJOIN_JION_TYPE", "left")]), &mut p);
+        let errs = p.into_result(|| ()).unwrap_err().0;
+        assert_eq!(errs[0].var, "SIDEJOIN_JION_TYPE");
+        assert!(
+            errs[0].message.contains("SIDEJOIN_JOIN_TYPE"),
+            "{}",
+            errs[0].message
+        );
+    }
+}

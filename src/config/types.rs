@@ -1,0 +1,269 @@
+//! The validated configuration: typed, complete, and free of environment access.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::changelog::Side;
+use crate::engine::project::SelectItem;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinType {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+impl JoinType {
+    pub const CHOICES: [(&'static str, JoinType); 4] = [
+        ("inner", JoinType::Inner),
+        ("left", JoinType::Left),
+        ("right", JoinType::Right),
+        ("full", JoinType::Full),
+    ];
+
+    /// Whether unmatched rows of `side` are emitted null-padded.
+    pub fn is_outer(self, side: Side) -> bool {
+        matches!(
+            (self, side),
+            (JoinType::Full, _) | (JoinType::Left, Side::Left) | (JoinType::Right, Side::Right)
+        )
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::CHOICES
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// The side whose rows are always in the output and whose key is the default output key.
+    pub fn preserved_side(self) -> Side {
+        match self {
+            JoinType::Right => Side::Right,
+            _ => Side::Left,
+        }
+    }
+}
+
+/// How a record's value (and key) become changes (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Envelope {
+    Plain,
+    Upsert,
+    Debezium,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    UpsertJson,
+    DebeziumJson,
+    Avro,
+    UpsertAvro,
+    DebeziumAvro,
+}
+
+impl Format {
+    pub const CHOICES: [(&'static str, Format); 6] = [
+        ("json", Format::Json),
+        ("upsert-json", Format::UpsertJson),
+        ("debezium-json", Format::DebeziumJson),
+        ("avro", Format::Avro),
+        ("upsert-avro", Format::UpsertAvro),
+        ("debezium-avro", Format::DebeziumAvro),
+    ];
+
+    pub fn envelope(self) -> Envelope {
+        match self {
+            Format::Json | Format::Avro => Envelope::Plain,
+            Format::UpsertJson | Format::UpsertAvro => Envelope::Upsert,
+            Format::DebeziumJson | Format::DebeziumAvro => Envelope::Debezium,
+        }
+    }
+
+    pub fn is_avro(self) -> bool {
+        matches!(
+            self,
+            Format::Avro | Format::UpsertAvro | Format::DebeziumAvro
+        )
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::CHOICES
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+}
+
+/// Where an interval join reads a row's time from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeSource {
+    /// `$timestamp`: the Kafka record timestamp.
+    RecordTimestamp,
+    Column(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideSpec {
+    pub side: Side,
+    pub key: Vec<String>,
+    pub primary_key: Option<Vec<String>>,
+    pub format: Format,
+    pub dedup: bool,
+    /// State TTL in ms; 0 keeps rows forever.
+    pub ttl_ms: i64,
+    pub time: TimeSource,
+    pub hash_by: Option<Vec<String>>,
+    pub topic: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntervalSpec {
+    pub lower_ms: i64,
+    pub upper_ms: i64,
+    pub watermark_delay_ms: i64,
+    pub allowed_lateness_ms: i64,
+    /// Wall clock, run mode only; 0 = off.
+    pub idle_timeout_ms: i64,
+    /// Wall clock, run mode only; 0 = off.
+    pub max_wait_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JoinSpec {
+    pub join_type: JoinType,
+    pub left: SideSpec,
+    pub right: SideSpec,
+    pub null_keys_match: bool,
+    pub allow_generated_retracts: bool,
+    pub select: Vec<SelectItem>,
+    pub interval: Option<IntervalSpec>,
+    pub broadcast: Option<Side>,
+}
+
+impl JoinSpec {
+    pub fn side(&self, side: Side) -> &SideSpec {
+        match side {
+            Side::Left => &self.left,
+            Side::Right => &self.right,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    Changelog,
+    Upsert,
+    Append,
+}
+
+impl OutputMode {
+    pub const CHOICES: [(&'static str, OutputMode); 3] = [
+        ("changelog", OutputMode::Changelog),
+        ("upsert", OutputMode::Upsert),
+        ("append", OutputMode::Append),
+    ];
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Json,
+    Avro,
+}
+
+/// Where one output key column's value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// The output row's column of that name.
+    Output,
+    /// An input column, for keys derived through `l.*`/`r.*` whose output name may be suffixed.
+    Input(Side, String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyColumn {
+    pub name: String,
+    pub source: KeySource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSpec {
+    pub mode: OutputMode,
+    /// Empty: records have no key.
+    pub key: Vec<KeyColumn>,
+    pub format: OutputFormat,
+    pub avro_schema: Option<String>,
+    pub topic: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    Dlq,
+    Fail,
+    Skip,
+}
+
+impl OnError {
+    pub fn name(self) -> &'static str {
+        match self {
+            OnError::Dlq => "dlq",
+            OnError::Fail => "fail",
+            OnError::Skip => "skip",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guarantee {
+    AtLeastOnce,
+    ExactlyOnce,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaSpec {
+    pub bootstrap_servers: Option<String>,
+    pub application_id: String,
+    /// librdkafka properties from `SIDEJOIN_KAFKA_*`: `(property, value)`. Values may be secret.
+    pub properties: Vec<(String, String)>,
+    pub guarantee: Guarantee,
+    pub commit_interval_ms: i64,
+    pub auto_offset_reset: OffsetReset,
+    pub schema_registry_url: Option<String>,
+    pub dlq_topic: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpec {
+    pub http_addr: SocketAddr,
+    pub state_dir: PathBuf,
+    pub log_format: LogFormat,
+    pub shutdown_timeout_ms: i64,
+    pub on_error: OnError,
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub join: JoinSpec,
+    pub output: OutputSpec,
+    pub kafka: KafkaSpec,
+    pub process: ProcessSpec,
+    /// Things that are allowed but probably not what the user wants.
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,149 @@
+//! In-memory `JoinState`, used by replay, tests and benchmarks.
+//!
+//! Groups live in a hash map; a group's items in a sorted vector while the group is small (the
+//! common case: one row per key) and in a B-tree once it grows, so that big groups (hot keys,
+//! time indexes) keep logarithmic inserts. Nothing is persisted.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+use super::state::{JoinState, StateValue};
+
+/// Items a group keeps in a sorted vector before it moves to a B-tree.
+const SMALL_GROUP: usize = 32;
+
+type Item = (Box<[u8]>, StateValue);
+
+#[derive(Debug)]
+enum Group {
+    Small(Vec<Item>),
+    Large(BTreeMap<Box<[u8]>, StateValue>),
+}
+
+impl Group {
+    fn get(&self, item: &[u8]) -> Option<&StateValue> {
+        match self {
+            Group::Small(v) => v
+                .binary_search_by(|(k, _)| (**k).cmp(item))
+                .ok()
+                .map(|i| &v[i].1),
+            Group::Large(m) => m.get(item),
+        }
+    }
+
+    fn put(&mut self, item: &[u8], value: StateValue) {
+        match self {
+            Group::Small(v) => match v.binary_search_by(|(k, _)| (**k).cmp(item)) {
+                Ok(i) => v[i].1 = value,
+                Err(i) if v.len() < SMALL_GROUP => v.insert(i, (item.into(), value)),
+                Err(_) => {
+                    let mut map: BTreeMap<Box<[u8]>, StateValue> =
+                        std::mem::take(v).into_iter().collect();
+                    map.insert(item.into(), value);
+                    *self = Group::Large(map);
+                }
+            },
+            Group::Large(m) => {
+                if let Some(slot) = m.get_mut(item) {
+                    *slot = value;
+                } else {
+                    m.insert(item.into(), value);
+                }
+            }
+        }
+    }
+
+    fn delete(&mut self, item: &[u8]) {
+        match self {
+            Group::Small(v) => {
+                if let Ok(i) = v.binary_search_by(|(k, _)| (**k).cmp(item)) {
+                    v.remove(i);
+                }
+            }
+            Group::Large(m) => {
+                m.remove(item);
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Group::Small(v) => v.is_empty(),
+            Group::Large(m) => m.is_empty(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Group::Small(v) => v.len(),
+            Group::Large(m) => m.len(),
+        }
+    }
+}
+
+/// A `JoinState` held entirely in memory.
+#[derive(Debug, Default)]
+pub struct MemoryState {
+    groups: FxHashMap<Box<[u8]>, Group>,
+}
+
+impl MemoryState {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of items over all groups (for tests and diagnostics).
+    pub fn len(&self) -> usize {
+        self.groups.values().map(Group::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+}
+
+impl JoinState for MemoryState {
+    fn get(&mut self, group: &[u8], item: &[u8]) -> Option<StateValue> {
+        self.groups.get(group)?.get(item).cloned()
+    }
+
+    fn put(&mut self, group: &[u8], item: &[u8], value: StateValue) {
+        match self.groups.get_mut(group) {
+            Some(g) => g.put(item, value),
+            None => {
+                self.groups
+                    .insert(group.into(), Group::Small(vec![(item.into(), value)]));
+            }
+        }
+    }
+
+    fn delete(&mut self, group: &[u8], item: &[u8]) {
+        if let Some(g) = self.groups.get_mut(group) {
+            g.delete(item);
+            if g.is_empty() {
+                self.groups.remove(group);
+            }
+        }
+    }
+
+    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool) {
+        match self.groups.get(group) {
+            None => {}
+            Some(Group::Small(v)) => {
+                for (k, val) in v {
+                    if !visit(k, val) {
+                        break;
+                    }
+                }
+            }
+            Some(Group::Large(m)) => {
+                for (k, val) in m {
+                    if !visit(k, val) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The regular join step: Flink's `StreamingJoinOperator` (SPEC §3.1), update pairs in one step
+//! (SPEC §3.2) and dedup (SPEC §3.4).
+//!
+//! For a change on side S, the matching rows M of the other side O are read first (with their
+//! copies and match counts), then changes are emitted and state is written. Outer sides store a
+//! match count per row (RisingWave's "degree"), moved by one per change, so a null-padded row is
+//! retracted exactly when it gets its first match and re-emitted when it loses its last.
+
+use std::sync::Arc;
+
+use crate::changelog::{JoinedChange, Kind, Row, Side};
+
+use super::canonical::{keys_equal, rows_equal, rows_equal_on};
+use super::normalize::Step;
+use super::plan::{JoinPlan, SidePlan, UsedColumns};
+use super::state::{JoinState, RowEntry};
+use super::table::{Slot, Table};
+
+/// Reusable buffers for one join.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    matches: Vec<Slot>,
+    own: Vec<Slot>,
+}
+
+fn emit(
+    out: &mut Vec<JoinedChange>,
+    kind: Kind,
+    side: Side,
+    this: Option<&Arc<Row>>,
+    other: Option<&Arc<Row>>,
+) {
+    out.push(JoinedChange::new(kind, side, this.cloned(), other.cloned()));
+}
+
+/// Reads the rows of O matching `join_key` into `scratch.matches`; none for null keys unless
+/// `SIDEJOIN_NULL_KEYS_MATCH` is on.
+fn find_matches<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &JoinPlan,
+    other: Side,
+    join_key: &[u8],
+    has_null: bool,
+    scratch: &mut Scratch,
+) -> u32 {
+    scratch.matches.clear();
+    if has_null && !plan.null_keys_match {
+        return 0;
+    }
+    t.scan(other, join_key, &mut scratch.matches);
+    scratch.matches.iter().map(|m| m.entry.copies).sum()
+}
+
+fn is_duplicate(used: &UsedColumns, a: &Row, b: &Row) -> bool {
+    match used {
+        UsedColumns::All => rows_equal(a, b),
+        UsedColumns::Some(cols) => rows_equal_on(a, b, cols),
+    }
+}
+
+/// `+I`/`+U` of `row` on side S.
+pub fn accumulate<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &JoinPlan,
+    side: Side,
+    kind: Kind,
+    row: Arc<Row>,
+    scratch: &mut Scratch,
+    out: &mut Vec<JoinedChange>,
+) {
+    let sp = plan.side(side);
+    let op = plan.side(side.other());
+    let (join_key, has_null) = Table::<S>::join_key(sp, &row);
+    if let (Some(used), None) = (&sp.dedup, &sp.primary_key) {
+        t.scan(side, &join_key, &mut scratch.own);
+        if scratch
+            .own
+            .iter()
+            .any(|s| is_duplicate(used, &s.entry.row, &row))
+        {
+            t.stats.dedup_dropped[side.index()] += 1;
+            return;
+        }
+    }
+    let total = find_matches(t, plan, side.other(), &join_key, has_null, scratch);
+    if sp.outer && total == 0 {
+        emit(out, Kind::Insert, side, Some(&row), None);
+    }
+    if op.outer {
+        for m in &scratch.matches {
+            if m.entry.matches == 0 {
+                for _ in 0..m.entry.copies {
+                    let mut c = JoinedChange::new(
+                        Kind::Delete,
+                        side.other(),
+                        Some(m.entry.row.clone()),
+                        None,
+                    );
+                    c.generated = true;
+                    out.push(c);
+                }
+            }
+            let mut updated = m.clone();
+            updated.entry.matches += 1;
+            t.touch(op, &updated);
+        }
+    }
+    let out_kind = if sp.outer || op.outer {
+        Kind::Insert
+    } else {
+        kind
+    };
+    for m in &scratch.matches {
+        for _ in 0..m.entry.copies {
+            emit(out, out_kind, side, Some(&row), Some(&m.entry.row));
+        }
+    }
+    t.stats.matches += u64::from(total);
+    t.add_copy(sp, &join_key, row, total);
+}
+
+/// `-U`/`-D` of the stored row in `slot` on side S.
+pub fn retract<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &JoinPlan,
+    side: Side,
+    kind: Kind,
+    slot: Slot,
+    scratch: &mut Scratch,
+    out: &mut Vec<JoinedChange>,
+) {
+    let sp = plan.side(side);
+    let op = plan.side(side.other());
+    t.remove_copy(sp, &slot);
+    let row = slot.entry.row;
+    let has_null = Table::<S>::join_key(sp, &row).1;
+    let total = find_matches(t, plan, side.other(), &slot.join_key, has_null, scratch);
+    if sp.outer && total == 0 {
+        emit(out, Kind::Delete, side, Some(&row), None);
+    }
+    let out_kind = if sp.outer { Kind::Delete } else { kind };
+    for m in &scratch.matches {
+        for _ in 0..m.entry.copies {
+            emit(out, out_kind, side, Some(&row), Some(&m.entry.row));
+        }
+    }
+    t.stats.matches += u64::from(total);
+    if op.outer {
+        for m in &scratch.matches {
+            if m.entry.matches == 1 {
+                for _ in 0..m.entry.copies {
+                    emit(out, Kind::Insert, side.other(), Some(&m.entry.row), None);
+                }
+            }
+            let mut updated = m.clone();
+            updated.entry.matches = updated.entry.matches.saturating_sub(1);
+            t.touch(op, &updated);
+        }
+    }
+}
+
+/// Replaces the stored `old` row by `new` under the same join key, keeping its match count.
+fn replace<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    sp: &SidePlan,
+    old: &Slot,
+    new: Arc<Row>,
+    stamp: i64,
+) {
+    if sp.primary_key.is_some() {
+        let entry = RowEntry {
+            row: new,
+            copies: 1,
+            matches: old.entry.matches,
+            stamp,
+        };
+        t.write(sp, &old.join_key, &old.item, entry, Some(old.entry.stamp));
+        return;
+    }
+    t.remove_copy(sp, old);
+    let saved = t.now;
+    t.now = stamp;
+    t.add_copy(sp, &old.join_key, new, old.entry.matches);
+    t.now = saved;
+}
+
+/// `-U old`, `+U new` on side S (SPEC §3.2).
+pub fn update<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &JoinPlan,
+    side: Side,
+    old: Slot,
+    new: Arc<Row>,
+    scratch: &mut Scratch,
+    out: &mut Vec<JoinedChange>,
+) {
+    let sp = plan.side(side);
+    if !keys_equal(&old.entry.row, &sp.key, &new, &sp.key) {
+        retract(t, plan, side, Kind::UpdateBefore, old, scratch, out);
+        accumulate(t, plan, side, Kind::UpdateAfter, new, scratch, out);
+        return;
+    }
+    if let Some(used) = &sp.dedup {
+        if is_duplicate(used, &old.entry.row, &new) {
+            // Nothing the query uses changed: replace silently, refreshing nothing (SPEC §3.4).
+            t.stats.dedup_dropped[side.index()] += 1;
+            replace(t, sp, &old, new, old.entry.stamp);
+            return;
+        }
+    }
+    let has_null = Table::<S>::join_key(sp, &new).1;
+    let total = find_matches(t, plan, side.other(), &old.join_key, has_null, scratch);
+    let before = &old.entry.row;
+    if sp.outer && total == 0 {
+        emit(out, Kind::UpdateBefore, side, Some(before), None);
+        emit(out, Kind::UpdateAfter, side, Some(&new), None);
+    }
+    for m in &scratch.matches {
+        for _ in 0..m.entry.copies {
+            emit(
+                out,
+                Kind::UpdateBefore,
+                side,
+                Some(before),
+                Some(&m.entry.row),
+            );
+            emit(out, Kind::UpdateAfter, side, Some(&new), Some(&m.entry.row));
+        }
+    }
+    t.stats.matches += u64::from(total);
+    let now = t.now;
+    replace(t, sp, &old, new, now);
+}
+
+/// Runs one normalised step.
+pub fn apply<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &JoinPlan,
+    side: Side,
+    step: Step,
+    scratch: &mut Scratch,
+    out: &mut Vec<JoinedChange>,
+) {
+    match step {
+        Step::Accumulate { kind, row } => accumulate(t, plan, side, kind, row, scratch, out),
+        Step::Retract { kind, slot } => retract(t, plan, side, kind, slot, scratch, out),
+        Step::Update { old, new } => update(t, plan, side, old, new, scratch, out),
+    }
+}

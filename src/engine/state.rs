@@ -1,0 +1,80 @@
+//! The join state seen by the engine: a blind, two-level map `(group, item) → value`.
+//!
+//! A group is a byte string naming a set of items (for example "the left rows of partition 3
+//! with join key 42"); items inside a group are kept in byte order and can be scanned. The store
+//! knows no join semantics: the engine decides what the bytes mean (see `layout`), stores decide
+//! how to keep them (in memory here, RocksDB later). Every store must pass the same test suites.
+
+use std::sync::Arc;
+
+use crate::changelog::Row;
+
+/// A stored input row: its copies (multiset sides), its match count (outer sides, SPEC §3.1) and
+/// the stream time of its last write (state TTL, SPEC §3.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowEntry {
+    pub row: Arc<Row>,
+    pub copies: u32,
+    pub matches: u32,
+    pub stamp: i64,
+}
+
+/// A value in the state: a stored row, or opaque bytes (indexes, stream time, watermarks).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateValue {
+    Row(RowEntry),
+    Bytes(Vec<u8>),
+}
+
+impl StateValue {
+    pub fn as_row(&self) -> Option<&RowEntry> {
+        match self {
+            StateValue::Row(e) => Some(e),
+            StateValue::Bytes(_) => None,
+        }
+    }
+
+    pub fn into_row(self) -> Option<RowEntry> {
+        match self {
+            StateValue::Row(e) => Some(e),
+            StateValue::Bytes(_) => None,
+        }
+    }
+
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            StateValue::Bytes(b) => Some(b),
+            StateValue::Row(_) => None,
+        }
+    }
+}
+
+/// Join state as a blind map. Reads take `&mut self` so a store may keep caches or overlays.
+pub trait JoinState {
+    /// The value stored under `(group, item)`.
+    fn get(&mut self, group: &[u8], item: &[u8]) -> Option<StateValue>;
+
+    /// Stores `value` under `(group, item)`, replacing what was there.
+    fn put(&mut self, group: &[u8], item: &[u8], value: StateValue);
+
+    /// Removes `(group, item)`; removing what is absent is a no-op.
+    fn delete(&mut self, group: &[u8], item: &[u8]);
+
+    /// Visits the items of `group` in ascending byte order of `item` while `visit` returns true.
+    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool);
+}
+
+impl<S: JoinState + ?Sized> JoinState for Box<S> {
+    fn get(&mut self, group: &[u8], item: &[u8]) -> Option<StateValue> {
+        (**self).get(group, item)
+    }
+    fn put(&mut self, group: &[u8], item: &[u8], value: StateValue) {
+        (**self).put(group, item, value)
+    }
+    fn delete(&mut self, group: &[u8], item: &[u8]) {
+        (**self).delete(group, item)
+    }
+    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool) {
+        (**self).scan(group, visit)
+    }
+}

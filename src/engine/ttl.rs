@@ -1,0 +1,47 @@
+//! State TTL in stream time (SPEC §3.5): a stored row expires once it has not been written for
+//! longer than the TTL. Expiry walks the time-ordered TTL index from its oldest entry and stops at
+//! the first live one, so its work is proportional to what expires, not to what is stored. It
+//! emits nothing and leaves the other side's match counts as they are (as Flink does).
+
+use super::layout;
+use super::plan::SidePlan;
+use super::state::{JoinState, StateValue};
+use super::table::Table;
+
+/// Removes the rows of `plan`'s side that expired at the table's stream time.
+pub fn expire<S: JoinState + ?Sized>(t: &mut Table<'_, S>, plan: &SidePlan) {
+    if plan.ttl_ms <= 0 {
+        return;
+    }
+    // Expired when now - stamp > ttl, i.e. stamp < now - ttl.
+    let Some(cutoff) = t.now.checked_sub(plan.ttl_ms) else {
+        return;
+    };
+    let mut group = Vec::new();
+    layout::ttl_group(&mut group, t.partition, plan.side);
+    let mut due: Vec<Vec<u8>> = Vec::new();
+    t.state
+        .scan(&group, &mut |item, _| match layout::time_from_bytes(item) {
+            Some(stamp) if stamp < cutoff => {
+                due.push(item.to_vec());
+                true
+            }
+            _ => false,
+        });
+    for item in due {
+        let Some((stamp, join_key, row_item)) = layout::split_ttl_item(&item, plan.key.len())
+        else {
+            continue;
+        };
+        let mut rows = Vec::new();
+        layout::rows_group(&mut rows, t.partition, plan.side, join_key);
+        let copies = match t.state.get(&rows, row_item) {
+            Some(StateValue::Row(e)) => e.copies,
+            _ => 0,
+        };
+        t.remove(plan, join_key, row_item, stamp);
+        let i = plan.side.index();
+        t.stats.state_rows[i] -= i64::from(copies);
+        t.stats.state_expired[i] += u64::from(copies);
+    }
+}
