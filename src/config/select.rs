@@ -45,9 +45,11 @@ pub fn parse_select(value: &str) -> Result<Vec<SelectItem>, ConfigError> {
         let side = match prefix.to_ascii_lowercase().as_str() {
             "l" | "left" => Side::Left,
             "r" | "right" => Side::Right,
-            _ => return Err(err(format!(
+            _ => {
+                return Err(err(format!(
                 "item `{reference}`: unknown side prefix `{prefix}` (expected l, r, left or right)"
-            ))),
+            )))
+            }
         };
         if column == "*" {
             if alias.is_some() {
