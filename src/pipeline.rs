@@ -61,8 +61,8 @@ impl<S: JoinState> Pipeline<S> {
     pub fn process(
         &mut self,
         origin: Origin,
-        key: Option<&Value>,
-        value: Option<&Value>,
+        key: Option<Value>,
+        value: Option<Value>,
     ) -> Result<Vec<OutChange>, DecodeError> {
         let decoded = format::decode(&self.sides[origin.side.index()], key, value);
         self.process_decoded(origin, decoded)

@@ -90,6 +90,12 @@ fn parse_line(text: &str) -> Result<Line, String> {
     })
 }
 
+/// A Kafka key as JSON (keys are JSON text; anything else is shown as a string).
+fn key_json(key: &[u8]) -> Value {
+    serde_json::from_slice(key)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(key).into_owned()))
+}
+
 fn write_changes<S: JoinState>(
     pipeline: &Pipeline<S>,
     changes: Vec<OutChange>,
@@ -101,7 +107,7 @@ fn write_changes<S: JoinState>(
         for r in pipeline.records(changes) {
             serde_json::to_writer(
                 &mut *out,
-                &json!({"key": r.key, "value": r.value, "cause": cause}),
+                &json!({"key": r.key.map(|k| key_json(&k)), "value": r.value, "cause": cause}),
             )?;
             out.write_all(b"\n")?;
         }
@@ -160,7 +166,7 @@ fn run_lines<S: JoinState>(
             partition: line.partition,
             timestamp,
         };
-        match pipeline.process(origin, line.key.as_ref(), line.value.as_ref()) {
+        match pipeline.process(origin, line.key, line.value) {
             Ok(changes) => write_changes(pipeline, changes, n, opts, out)?,
             Err(e) => {
                 let action = config.process.on_error;

@@ -8,24 +8,40 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Number, Value};
+use serde::Serialize;
+use serde_json::{Number, Value};
 
 use crate::changelog::{Kind, Row, Side};
 use crate::config::{KeyColumn, KeySource, OutputMode};
+use crate::engine::project::OutRow;
 
-/// A projected output change with its output key.
+/// A projected output change with its output key: compact JSON bytes, exactly the Kafka key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutChange {
     pub kind: Kind,
-    pub key: Option<Value>,
-    pub row: Row,
+    pub key: Option<Vec<u8>>,
+    pub row: OutRow,
+}
+
+/// The value of an output record, serialised as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RecordValue {
+    /// `upsert` and `append`: the row itself.
+    Row(OutRow),
+    /// `changelog`: a Debezium envelope.
+    Envelope {
+        before: Option<OutRow>,
+        after: Option<OutRow>,
+        op: &'static str,
+    },
 }
 
 /// One record for the output topic: `value: None` is a tombstone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutRecord {
-    pub key: Option<Value>,
-    pub value: Option<Value>,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<RecordValue>,
 }
 
 /// Integral numbers without a fraction, so `1` and `1.0` give the same key bytes.
@@ -49,19 +65,39 @@ pub fn normalize_number(v: &Value) -> Value {
     }
 }
 
-/// The output key of a change: an object of the key columns in `SIDEJOIN_OUTPUT_KEY` order, or
-/// `None` when the output has no key.
+/// Writes a key value: integral numbers without a fraction (`1.0` as `1`).
+fn write_key_value(v: &Value, out: &mut Vec<u8>) {
+    let written = match v {
+        Value::Number(n) if n.is_f64() => match normalize_number(v) {
+            Value::Number(m) => serde_json::to_writer(&mut *out, &m),
+            other => serde_json::to_writer(&mut *out, &other),
+        },
+        Value::Array(_) | Value::Object(_) => {
+            serde_json::to_writer(&mut *out, &normalize_number(v))
+        }
+        other => serde_json::to_writer(&mut *out, other),
+    };
+    // Writing JSON values into a Vec cannot fail.
+    debug_assert!(written.is_ok());
+}
+
+/// The output key of a change: compact JSON of the key columns in `SIDEJOIN_OUTPUT_KEY` order,
+/// e.g. `{"user_id":"1"}`, or `None` when the output has no key.
 pub fn output_key(
     key: &[KeyColumn],
-    row: &Row,
+    row: &OutRow,
     left: Option<&Row>,
     right: Option<&Row>,
-) -> Option<Value> {
+) -> Option<Vec<u8>> {
     if key.is_empty() {
         return None;
     }
-    let mut out = Map::with_capacity(key.len());
-    for k in key {
+    let mut out = Vec::with_capacity(16 * key.len());
+    out.push(b'{');
+    for (i, k) in key.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
         let v = match &k.source {
             KeySource::Output => row.get(&k.name),
             KeySource::Input(side, col) => match side {
@@ -70,12 +106,13 @@ pub fn output_key(
             }
             .and_then(|r| r.get(col)),
         };
-        out.insert(
-            k.name.clone(),
-            v.map(normalize_number).unwrap_or(Value::Null),
-        );
+        let name = serde_json::to_writer(&mut out, k.name.as_str());
+        debug_assert!(name.is_ok());
+        out.push(b':');
+        write_key_value(v.unwrap_or(&Value::Null), &mut out);
     }
-    Some(Value::Object(out))
+    out.push(b'}');
+    Some(out)
 }
 
 fn changelog(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
@@ -87,11 +124,22 @@ fn changelog(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
                     .peek()
                     .is_some_and(|n| n.kind == Kind::UpdateAfter && n.key == c.key) =>
             {
-                let after = it.next().map(|n| n.row);
-                json!({"before": c.row, "after": after, "op": "u"})
+                RecordValue::Envelope {
+                    before: Some(c.row),
+                    after: it.next().map(|n| n.row),
+                    op: "u",
+                }
             }
-            Kind::Insert | Kind::UpdateAfter => json!({"before": null, "after": c.row, "op": "c"}),
-            Kind::UpdateBefore | Kind::Delete => json!({"before": c.row, "after": null, "op": "d"}),
+            Kind::Insert | Kind::UpdateAfter => RecordValue::Envelope {
+                before: None,
+                after: Some(c.row),
+                op: "c",
+            },
+            Kind::UpdateBefore | Kind::Delete => RecordValue::Envelope {
+                before: Some(c.row),
+                after: None,
+                op: "d",
+            },
         };
         out.push(OutRecord {
             key: c.key,
@@ -104,12 +152,11 @@ fn upsert(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
     // Key bytes → index in `out`; the key bytes are what Kafka compacts on.
     let mut seen: HashMap<Vec<u8>, usize> = HashMap::with_capacity(changes.len());
     for c in changes {
-        let value = c.kind.is_accumulate().then(|| Value::Object(c.row));
-        let bytes = serde_json::to_vec(&c.key).unwrap_or_default();
-        match seen.get(&bytes) {
+        let value = c.kind.is_accumulate().then(|| RecordValue::Row(c.row));
+        match seen.get(c.key.as_deref().unwrap_or_default()) {
             Some(&i) => out[i].value = value,
             None => {
-                seen.insert(bytes, out.len());
+                seen.insert(c.key.clone().unwrap_or_default(), out.len());
                 out.push(OutRecord { key: c.key, value });
             }
         }
@@ -123,7 +170,7 @@ fn append(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
         if c.kind.is_accumulate() {
             out.push(OutRecord {
                 key: c.key,
-                value: Some(Value::Object(c.row)),
+                value: Some(RecordValue::Row(c.row)),
             });
         }
     }
@@ -142,12 +189,20 @@ pub fn encode(mode: OutputMode, changes: Vec<OutChange>, out: &mut Vec<OutRecord
 mod tests {
     use super::*;
 
+    use crate::engine::project::{Projection, SelectItem};
+    use serde_json::json;
+
     fn ch(kind: Kind, key: i64, v: &str) -> OutChange {
+        let row = json!({"k": key, "v": v}).as_object().unwrap().clone();
         OutChange {
             kind,
-            key: Some(json!({ "k": key })),
-            row: json!({"k": key, "v": v}).as_object().unwrap().clone(),
+            key: Some(format!("{{\"k\":{key}}}").into_bytes()),
+            row: Projection::new(vec![SelectItem::All(Side::Left)]).project(Some(&row), None),
         }
+    }
+
+    fn value(r: &OutRecord) -> Value {
+        serde_json::to_value(&r.value).unwrap()
     }
 
     #[test]
@@ -163,12 +218,10 @@ mod tests {
             ],
             &mut out,
         );
-        let ops: Vec<&str> = out
-            .iter()
-            .map(|r| r.value.as_ref().unwrap()["op"].as_str().unwrap())
-            .collect();
+        let ops: Vec<Value> = out.iter().map(|r| value(r)["op"].clone()).collect();
         assert_eq!(ops, ["u", "d", "c"]);
-        assert_eq!(out[0].value.as_ref().unwrap()["after"]["v"], "b");
+        assert_eq!(value(&out[0])["after"]["v"], "b");
+        assert_eq!(value(&out[2])["before"], Value::Null);
     }
 
     #[test]
@@ -184,14 +237,39 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].key, Some(json!({"k": 1})));
-        assert_eq!(out[0].value.as_ref().unwrap()["v"], "b");
+        assert_eq!(out[0].key.as_deref(), Some(&br#"{"k":1}"#[..]));
+        assert_eq!(value(&out[0])["v"], "b");
         encode(
             OutputMode::Upsert,
             vec![ch(Kind::Insert, 3, "a"), ch(Kind::Delete, 3, "a")],
             &mut out,
         );
         assert_eq!(out[2].value, None);
+    }
+
+    #[test]
+    fn output_keys_are_compact_json_in_key_order() {
+        let row = json!({"b": 2.0, "a": "x"}).as_object().unwrap().clone();
+        let out = Projection::new(vec![SelectItem::All(Side::Left)]).project(Some(&row), None);
+        let key = [
+            KeyColumn {
+                name: "a".into(),
+                source: KeySource::Output,
+            },
+            KeyColumn {
+                name: "b".into(),
+                source: KeySource::Output,
+            },
+            KeyColumn {
+                name: "c".into(),
+                source: KeySource::Output,
+            },
+        ];
+        assert_eq!(
+            output_key(&key, &out, Some(&row), None).unwrap(),
+            br#"{"a":"x","b":2,"c":null}"#
+        );
+        assert_eq!(output_key(&[], &out, Some(&row), None), None);
     }
 
     #[test]

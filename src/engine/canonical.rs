@@ -11,6 +11,7 @@
 
 use serde_json::{Number, Value};
 
+use super::column::Column;
 use crate::changelog::Row;
 
 const NULL: u8 = 0;
@@ -115,10 +116,10 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
 
 /// Appends the encoding of the join key `columns` of `row`. Returns `true` when any key column is
 /// null or missing.
-pub fn encode_key(row: &Row, columns: &[String], out: &mut Vec<u8>) -> bool {
+pub fn encode_key(row: &Row, columns: &[Column], out: &mut Vec<u8>) -> bool {
     let mut has_null = false;
     for c in columns {
-        let v = row.get(c).unwrap_or(&Value::Null);
+        let v = c.value(row);
         has_null |= v.is_null();
         encode_value(v, out);
     }
@@ -166,23 +167,16 @@ pub fn rows_equal(a: &Row, b: &Row) -> bool {
 }
 
 /// Equality of two rows on the given columns only (dedup's "used columns", SPEC §3.4).
-pub fn rows_equal_on(a: &Row, b: &Row, columns: &[String]) -> bool {
-    columns.iter().all(|c| {
-        values_equal(
-            a.get(c).unwrap_or(&Value::Null),
-            b.get(c).unwrap_or(&Value::Null),
-        )
-    })
+pub fn rows_equal_on(a: &Row, b: &Row, columns: &[Column]) -> bool {
+    columns.iter().all(|c| values_equal(c.value(a), c.value(b)))
 }
 
 /// Equality of the key `columns` of two rows, null equal to null (SPEC §2, "does not change").
-pub fn keys_equal(a: &Row, a_cols: &[String], b: &Row, b_cols: &[String]) -> bool {
-    a_cols.iter().zip(b_cols).all(|(x, y)| {
-        values_equal(
-            a.get(x).unwrap_or(&Value::Null),
-            b.get(y).unwrap_or(&Value::Null),
-        )
-    })
+pub fn keys_equal(a: &Row, a_cols: &[Column], b: &Row, b_cols: &[Column]) -> bool {
+    a_cols
+        .iter()
+        .zip(b_cols)
+        .all(|(x, y)| values_equal(x.value(a), y.value(b)))
 }
 
 /// Reads one LEB128 length written by this module; returns it and the bytes consumed.
@@ -302,10 +296,14 @@ mod tests {
     fn key_reports_nulls() {
         let r = row(json!({"a": 1, "b": null}));
         let mut out = Vec::new();
-        assert!(encode_key(&r, &["a".into(), "b".into()], &mut out));
+        assert!(encode_key(
+            &r,
+            &[Column::new("a"), Column::new("b")],
+            &mut out
+        ));
         out.clear();
-        assert!(encode_key(&r, &["c".into()], &mut out));
+        assert!(encode_key(&r, &[Column::new("c")], &mut out));
         out.clear();
-        assert!(!encode_key(&r, &["a".into()], &mut out));
+        assert!(!encode_key(&r, &[Column::new("a")], &mut out));
     }
 }

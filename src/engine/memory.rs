@@ -1,24 +1,29 @@
 //! In-memory `JoinState`, used by replay, tests and benchmarks.
 //!
-//! Groups live in a hash map; a group's items in a sorted vector while the group is small (the
-//! common case: one row per key) and in a B-tree once it grows, so that big groups (hot keys,
-//! time indexes) keep logarithmic inserts. Nothing is persisted.
+//! Groups live in a hash map; a group's items in a sorted small vector while the group is small
+//! (the common case: one row per key, stored inline without a further allocation) and in a B-tree
+//! once it grows, so that big groups (hot keys, time indexes) keep logarithmic inserts. Keys up to
+//! 24 bytes are stored inline. Nothing is persisted.
 
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use super::state::{JoinState, StateValue};
 
 /// Items a group keeps in a sorted vector before it moves to a B-tree.
 const SMALL_GROUP: usize = 32;
 
-type Item = (Box<[u8]>, StateValue);
+/// A group or item key; short keys need no allocation of their own.
+type Key = SmallVec<[u8; 24]>;
+
+type Item = (Key, StateValue);
 
 #[derive(Debug)]
 enum Group {
-    Small(Vec<Item>),
-    Large(BTreeMap<Box<[u8]>, StateValue>),
+    Small(SmallVec<[Item; 1]>),
+    Large(BTreeMap<Key, StateValue>),
 }
 
 impl Group {
@@ -36,11 +41,11 @@ impl Group {
         match self {
             Group::Small(v) => match v.binary_search_by(|(k, _)| (**k).cmp(item)) {
                 Ok(i) => v[i].1 = value,
-                Err(i) if v.len() < SMALL_GROUP => v.insert(i, (item.into(), value)),
+                Err(i) if v.len() < SMALL_GROUP => v.insert(i, (Key::from_slice(item), value)),
                 Err(_) => {
-                    let mut map: BTreeMap<Box<[u8]>, StateValue> =
+                    let mut map: BTreeMap<Key, StateValue> =
                         std::mem::take(v).into_iter().collect();
-                    map.insert(item.into(), value);
+                    map.insert(Key::from_slice(item), value);
                     *self = Group::Large(map);
                 }
             },
@@ -48,7 +53,7 @@ impl Group {
                 if let Some(slot) = m.get_mut(item) {
                     *slot = value;
                 } else {
-                    m.insert(item.into(), value);
+                    m.insert(Key::from_slice(item), value);
                 }
             }
         }
@@ -85,7 +90,7 @@ impl Group {
 /// A `JoinState` held entirely in memory.
 #[derive(Debug, Default)]
 pub struct MemoryState {
-    groups: FxHashMap<Box<[u8]>, Group>,
+    groups: FxHashMap<Key, Group>,
 }
 
 impl MemoryState {
@@ -112,8 +117,10 @@ impl JoinState for MemoryState {
         match self.groups.get_mut(group) {
             Some(g) => g.put(item, value),
             None => {
+                let mut items = SmallVec::new();
+                items.push((Key::from_slice(item), value));
                 self.groups
-                    .insert(group.into(), Group::Small(vec![(item.into(), value)]));
+                    .insert(Key::from_slice(group), Group::Small(items));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! caller), and state is whatever store the caller hands in.
 
 pub mod canonical;
+pub mod column;
 pub mod filter;
 pub mod layout;
 pub mod memory;

@@ -3,6 +3,7 @@
 use crate::changelog::Side;
 use crate::config::{JoinSpec, JoinType};
 
+use super::column::Column;
 use super::project::Projection;
 
 /// The columns dedup compares (SPEC §3.4, "used columns").
@@ -10,15 +11,15 @@ use super::project::Projection;
 pub enum UsedColumns {
     /// SELECT is defaulted or uses `side.*`: whole rows.
     All,
-    Some(Vec<String>),
+    Some(Vec<Column>),
 }
 
 /// One side of the join, as the engine sees it.
 #[derive(Debug, Clone)]
 pub struct SidePlan {
     pub side: Side,
-    pub key: Vec<String>,
-    pub primary_key: Option<Vec<String>>,
+    pub key: Vec<Column>,
+    pub primary_key: Option<Vec<Column>>,
     /// Every join-key column is a primary-key column, so a row's join key follows from its
     /// primary key and no primary-key index is needed.
     pub key_in_pk: bool,
@@ -53,16 +54,16 @@ impl JoinPlan {
                         cols.push(c);
                     }
                 }
-                UsedColumns::Some(cols)
+                UsedColumns::Some(Column::list(&cols))
             };
             SidePlan {
                 side,
-                key: s.key.clone(),
+                key: Column::list(&s.key),
                 key_in_pk: s
                     .primary_key
                     .as_ref()
                     .is_some_and(|pk| s.key.iter().all(|c| pk.contains(c))),
-                primary_key: s.primary_key.clone(),
+                primary_key: s.primary_key.as_deref().map(Column::list),
                 outer: spec.join_type.is_outer(side),
                 ttl_ms: s.ttl_ms,
                 dedup: s.dedup.then_some(used),

@@ -173,9 +173,18 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
     }
 
     /// Adds one copy of `row` with match count `matches`, stamped now.
+    ///
+    /// On a primary-key side the key is known to be absent (normalisation turned an insert of a
+    /// present key into an update), so nothing is read first.
     pub fn add_copy(&mut self, plan: &SidePlan, join_key: &[u8], row: Arc<Row>, matches: u32) {
         let item = Self::item_of(plan, &row);
-        let (entry, old_stamp) = match self.get(plan.side, join_key, &item) {
+        let existing = if plan.primary_key.is_some() {
+            debug_assert!(self.get(plan.side, join_key, &item).is_none());
+            None
+        } else {
+            self.get(plan.side, join_key, &item)
+        };
+        let (entry, old_stamp) = match existing {
             Some(e) => (
                 RowEntry {
                     row: e.row,

@@ -2,42 +2,50 @@
 //! `{schema, payload}`. `c`/`r` insert `after`, `u` updates `before` to `after`, `d` deletes
 //! `before`; a tombstone is skipped.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{as_row, json_type, DecodeError};
 use crate::changelog::{Event, Kind, Row};
 
-fn field(
-    envelope: &serde_json::Map<String, Value>,
-    name: &str,
-) -> Result<Option<Row>, DecodeError> {
-    match envelope.get(name) {
+fn field(envelope: &mut Map<String, Value>, name: &str) -> Result<Option<Row>, DecodeError> {
+    match envelope.remove(name) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => as_row(v, &format!("Debezium `{name}`")).map(Some),
     }
 }
 
-pub fn decode(has_primary_key: bool, value: Option<&Value>) -> Result<Option<Event>, DecodeError> {
-    let envelope = match value {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(m)) => match m.get("payload") {
-            Some(Value::Object(p)) if m.contains_key("schema") => p,
-            Some(Value::Null) if m.contains_key("schema") => return Ok(None),
-            _ => m,
-        },
-        Some(other) => {
-            return Err(DecodeError::new(format!(
-                "the record value is not a Debezium envelope (found {})",
-                json_type(other)
-            )))
+/// The envelope object, unwrapped from `{schema, payload}`; `None` for a tombstone.
+fn envelope(value: Option<Value>) -> Result<Option<Map<String, Value>>, DecodeError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(mut m)) if m.contains_key("schema") && m.contains_key("payload") => {
+            match m.remove("payload") {
+                Some(Value::Object(p)) => Ok(Some(p)),
+                Some(Value::Null) | None => Ok(None),
+                Some(other) => Err(DecodeError::new(format!(
+                    "Debezium `payload` is {}, expected an object",
+                    json_type(&other)
+                ))),
+            }
         }
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(other) => Err(DecodeError::new(format!(
+            "the record value is not a Debezium envelope (found {})",
+            json_type(&other)
+        ))),
+    }
+}
+
+pub fn decode(has_primary_key: bool, value: Option<Value>) -> Result<Option<Event>, DecodeError> {
+    let Some(mut envelope) = envelope(value)? else {
+        return Ok(None);
     };
-    let op = match envelope.get("op") {
-        Some(Value::String(op)) => op.as_str(),
+    let op = match envelope.remove("op") {
+        Some(Value::String(op)) => op,
         Some(other) => {
             return Err(DecodeError::new(format!(
                 "Debezium `op` is {}, expected a string",
-                json_type(other)
+                json_type(&other)
             )))
         }
         None => {
@@ -46,12 +54,12 @@ pub fn decode(has_primary_key: bool, value: Option<&Value>) -> Result<Option<Eve
             ))
         }
     };
-    let before = field(envelope, "before")?;
-    let after = field(envelope, "after")?;
+    let before = field(&mut envelope, "before")?;
+    let after = field(&mut envelope, "after")?;
     let need = |row: Option<Row>, name: &str| {
         row.ok_or_else(|| DecodeError::new(format!("Debezium op `{op}` without `{name}`")))
     };
-    let event = match op {
+    let event = match op.as_ref() {
         "c" | "r" => Event::Change(Kind::Insert, need(after, "after")?),
         "u" => {
             let after = need(after, "after")?;
@@ -90,24 +98,28 @@ mod tests {
     fn ops() {
         let v = json!({"before": null, "after": {"id": 1}, "op": "r"});
         assert_eq!(
-            decode(false, Some(&v)).unwrap(),
+            decode(false, Some(v)).unwrap(),
             Some(Event::Change(Kind::Insert, row(json!({"id": 1}))))
         );
         let v = json!({"schema": {}, "payload": {"before": {"id": 1}, "after": null, "op": "d"}});
         assert_eq!(
-            decode(false, Some(&v)).unwrap(),
+            decode(false, Some(v)).unwrap(),
             Some(Event::Change(Kind::Delete, row(json!({"id": 1}))))
         );
         let v = json!({"after": {"id": 1}, "op": "u"});
-        assert!(decode(false, Some(&v)).is_err());
+        assert!(decode(false, Some(v.clone())).is_err());
         assert_eq!(
-            decode(true, Some(&v)).unwrap(),
+            decode(true, Some(v)).unwrap(),
             Some(Event::Update {
                 before: None,
                 after: row(json!({"id": 1}))
             })
         );
         assert_eq!(decode(true, None).unwrap(), None);
+        assert_eq!(
+            decode(true, Some(json!({"schema": {}, "payload": null}))).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -123,8 +135,9 @@ mod tests {
             ),
             (json!([1]), "not a Debezium envelope"),
             (json!({"after": {}}), "no `op`"),
+            (json!({"op": 1}), "`op` is a number"),
         ] {
-            let e = decode(true, Some(&v)).unwrap_err();
+            let e = decode(true, Some(v.clone())).unwrap_err();
             assert!(e.0.contains(needle), "{v}: {}", e.0);
         }
     }

@@ -27,8 +27,8 @@ impl DecodeError {
 /// Turns a record into an event of `side`; `Ok(None)` is a tombstone to skip (and count).
 pub fn decode(
     side: &SideSpec,
-    key: Option<&Value>,
-    value: Option<&Value>,
+    key: Option<Value>,
+    value: Option<Value>,
 ) -> Result<Option<Event>, DecodeError> {
     match side.format.envelope() {
         Envelope::Plain => plain::decode(value),
@@ -46,12 +46,12 @@ pub fn parse_json(bytes: &[u8], what: &str) -> Result<Value, DecodeError> {
 }
 
 /// The value as a row, or an error naming `what` and the JSON type found.
-fn as_row(v: &Value, what: &str) -> Result<Row, DecodeError> {
+fn as_row(v: Value, what: &str) -> Result<Row, DecodeError> {
     match v {
-        Value::Object(m) => Ok(m.clone()),
+        Value::Object(m) => Ok(m),
         other => Err(DecodeError::new(format!(
             "{what} is not a JSON object (found {})",
-            json_type(other)
+            json_type(&other)
         ))),
     }
 }

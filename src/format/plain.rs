@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::{as_row, DecodeError};
 use crate::changelog::{Event, Kind};
 
-pub fn decode(value: Option<&Value>) -> Result<Option<Event>, DecodeError> {
+pub fn decode(value: Option<Value>) -> Result<Option<Event>, DecodeError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(v) => Ok(Some(Event::Change(
