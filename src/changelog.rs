@@ -132,6 +132,11 @@ pub struct Input {
     pub partition: u32,
     /// Kafka record timestamp, epoch milliseconds.
     pub timestamp: i64,
+    /// The row's event time for interval joins (from `SIDEJOIN_<SIDE>_TIME`), epoch ms.
+    pub time: Option<i64>,
+    /// Wall-clock time of arrival, epoch ms, passed in by the caller (0 in replay); only
+    /// `SIDEJOIN_MAX_WAIT` and `SIDEJOIN_IDLE_TIMEOUT` use it.
+    pub processing_time: i64,
     /// `None` for records that only advance time (tombstones, undecodable records).
     pub event: Option<Event>,
 }

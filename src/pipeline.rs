@@ -1,30 +1,34 @@
-//! One record through sidejoin: decode → engine → generated-retraction filter → projection →
-//! output encoding. Replay and the Kafka runtime both drive this, so they cannot disagree.
+//! One record through sidejoin: decode → (interval joins: row time) → engine → generated-
+//! retraction filter → projection → output key. Replay and the Kafka runtime both drive this, so
+//! they cannot disagree.
 //!
 //! The pipeline does not decide what happens to an undecodable record (`SIDEJOIN_ON_ERROR`): it
 //! counts it, lets it advance stream time, and returns the error to its caller.
 
 use serde_json::Value;
 
-use crate::changelog::{Input, JoinedChange, Side};
-use crate::config::{Config, OutputSpec, SideSpec};
+use crate::changelog::{Event, Input, JoinedChange, Side};
+use crate::config::{Config, OutputSpec, SideSpec, TimeSource};
 use crate::engine::project::Projection;
 use crate::engine::{Engine, JoinState};
 use crate::format::{self, DecodeError};
 use crate::sink::{self, OutChange, OutRecord};
 use crate::stats::{DropReason, Stats};
 
-/// Where a record came from: its side, input partition and Kafka timestamp (epoch ms).
+/// Where a record came from: its side, input partition, Kafka timestamp (epoch ms) and the
+/// processing time it arrived at (epoch ms; 0 in replay).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Origin {
     pub side: Side,
     pub partition: u32,
     pub timestamp: i64,
+    pub processing_time: i64,
 }
 
 /// The join of one configuration over one state store.
 pub struct Pipeline<S: JoinState> {
     sides: [SideSpec; 2],
+    interval: bool,
     output: OutputSpec,
     engine: Engine,
     projection: Projection,
@@ -37,6 +41,7 @@ impl<S: JoinState> Pipeline<S> {
         let engine = Engine::new(&config.join);
         Pipeline {
             sides: [config.join.left.clone(), config.join.right.clone()],
+            interval: config.join.interval.is_some(),
             output: config.output.clone(),
             projection: engine.plan().projection.clone(),
             engine,
@@ -46,15 +51,25 @@ impl<S: JoinState> Pipeline<S> {
     }
 
     pub fn stats(&self) -> &Stats {
-        &self.engine.stats
+        self.engine.stats()
     }
 
     pub fn stats_mut(&mut self) -> &mut Stats {
-        &mut self.engine.stats
+        self.engine.stats_mut()
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     pub fn state(&mut self) -> &mut S {
         &mut self.state
+    }
+
+    /// The input partitions this pipeline processes (the interval join's watermark waits for
+    /// every one of them).
+    pub fn set_partitions(&mut self, partitions: &[u32], processing_time: i64) {
+        self.engine.set_partitions(partitions, processing_time);
     }
 
     /// Processes one record whose key and value are already parsed (`None` = absent/null).
@@ -68,38 +83,71 @@ impl<S: JoinState> Pipeline<S> {
         self.process_decoded(origin, decoded)
     }
 
+    /// The row time of an interval-join event (SPEC §4).
+    fn row_time(&self, origin: Origin, event: &Event) -> Result<i64, DecodeError> {
+        match (&self.sides[origin.side.index()].time, event) {
+            (TimeSource::RecordTimestamp, _) => Ok(origin.timestamp),
+            (TimeSource::Column(c), Event::Change(_, row)) => format::parse_time(row.get(c), c),
+            (TimeSource::Column(_), _) => Err(DecodeError::new(
+                "an interval join needs insert-only records",
+            )),
+        }
+    }
+
     /// Processes one record given the outcome of decoding it.
     pub fn process_decoded(
         &mut self,
         origin: Origin,
-        decoded: Result<Option<crate::changelog::Event>, DecodeError>,
+        decoded: Result<Option<Event>, DecodeError>,
     ) -> Result<Vec<OutChange>, DecodeError> {
         let side = origin.side.index();
-        self.engine.stats.records_in[side] += 1;
-        let (event, result) = match decoded {
-            Ok(Some(event)) => (Some(event), Ok(())),
+        self.engine.stats_mut().records_in[side] += 1;
+        let decoded = decoded.and_then(|event| match event {
+            Some(e) if self.interval => self.row_time(origin, &e).map(|t| Some((e, Some(t)))),
+            Some(e) => Ok(Some((e, None))),
+            None => Ok(None),
+        });
+        let (event, time, result) = match decoded {
+            Ok(Some((event, time))) => (Some(event), time, Ok(())),
             Ok(None) => {
                 self.engine
-                    .stats
+                    .stats_mut()
                     .input_dropped(origin.side, DropReason::Tombstone);
-                (None, Ok(()))
+                (None, None, Ok(()))
             }
             Err(e) => {
-                self.engine.stats.decode_errors[side] += 1;
-                (None, Err(e))
+                self.engine.stats_mut().decode_errors[side] += 1;
+                (None, None, Err(e))
             }
         };
         let input = Input {
             side: origin.side,
             partition: origin.partition,
             timestamp: origin.timestamp,
+            time,
+            processing_time: origin.processing_time,
             event,
         };
         self.joined.clear();
         self.engine
             .process(&mut self.state, input, &mut self.joined);
-        let produced = self.encode();
-        result.map(|()| produced)
+        let changes = self.project();
+        result.map(|()| changes)
+    }
+
+    /// Processing time moved on (run mode): what `SIDEJOIN_MAX_WAIT` and idle partitions release.
+    pub fn tick(&mut self, processing_time: i64) -> Vec<OutChange> {
+        self.joined.clear();
+        self.engine
+            .tick(&mut self.state, processing_time, &mut self.joined);
+        self.project()
+    }
+
+    /// End of a finite input (replay): what the interval join still holds back.
+    pub fn flush(&mut self) -> Vec<OutChange> {
+        self.joined.clear();
+        self.engine.flush(&mut self.state, &mut self.joined);
+        self.project()
     }
 
     /// The output records for the changes of one input record, in the configured output mode.
@@ -110,13 +158,13 @@ impl<S: JoinState> Pipeline<S> {
     }
 
     /// Projects what the engine emitted for the current record.
-    fn encode(&mut self) -> Vec<OutChange> {
+    fn project(&mut self) -> Vec<OutChange> {
         let mut changes = Vec::with_capacity(self.joined.len());
         for c in self.joined.drain(..) {
             let (l, r) = (c.left.as_deref(), c.right.as_deref());
             let row = self.projection.project(l, r);
             let key = sink::output_key(&self.output.key, &row, l, r);
-            self.engine.stats.record_out(c.kind);
+            self.engine.stats_mut().record_out(c.kind);
             changes.push(OutChange {
                 kind: c.kind,
                 key,

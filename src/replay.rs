@@ -143,6 +143,20 @@ pub fn replay<S: JoinState>(
     result
 }
 
+/// The input partitions named by `lines` (at least partition 0): replay's stand-in for a
+/// consumer assignment, which the interval join's watermark waits for.
+fn partitions(lines: &[String]) -> Vec<u32> {
+    let mut ps: Vec<u32> = lines
+        .iter()
+        .filter_map(|l| parse_line(l).ok())
+        .map(|l| l.partition)
+        .collect();
+    ps.push(0);
+    ps.sort_unstable();
+    ps.dedup();
+    ps
+}
+
 fn run_lines<S: JoinState>(
     config: &Config,
     pipeline: &mut Pipeline<S>,
@@ -151,8 +165,17 @@ fn run_lines<S: JoinState>(
     err: &mut impl Write,
     opts: ReplayOptions,
 ) -> Result<(), ReplayError> {
+    // An interval join needs the partitions up front, so its input is read whole; a regular
+    // join streams.
+    let lines: Box<dyn Iterator<Item = io::Result<String>>> = if config.join.interval.is_some() {
+        let all = input.lines().collect::<io::Result<Vec<String>>>()?;
+        pipeline.set_partitions(&partitions(&all), 0);
+        Box::new(all.into_iter().map(Ok))
+    } else {
+        Box::new(input.lines())
+    };
     let mut timestamp = 0i64;
-    for (i, text) in input.lines().enumerate() {
+    for (i, text) in lines.enumerate() {
         let n = i + 1;
         let text = text?;
         if text.trim().is_empty() {
@@ -165,6 +188,7 @@ fn run_lines<S: JoinState>(
             side: line.side,
             partition: line.partition,
             timestamp,
+            processing_time: 0,
         };
         match pipeline.process(origin, line.key, line.value) {
             Ok(changes) => write_changes(pipeline, changes, n, opts, out)?,
@@ -189,5 +213,7 @@ fn run_lines<S: JoinState>(
             }
         }
     }
+    let rest = pipeline.flush();
+    write_changes(pipeline, rest, 0, opts, out)?;
     Ok(())
 }

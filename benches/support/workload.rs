@@ -124,6 +124,7 @@ pub fn run(
             side: r.side,
             partition: 0,
             timestamp: r.timestamp,
+            processing_time: 0,
         };
         let changes = pipeline
             .process(origin, None, Some(r.value))
@@ -150,6 +151,7 @@ pub fn run_bytes(
             side: *side,
             partition: 0,
             timestamp: *timestamp,
+            processing_time: 0,
         };
         let value = sidejoin::format::parse_json(bytes, "value").expect("valid JSON");
         let changes = pipeline

@@ -10,6 +10,8 @@
 //! | `PK` | partition, side, primary key | empty | join key bytes (only when the join key is not part of the primary key) |
 //! | `TTL` | partition, side | write stamp, join key, row item | empty |
 //! | `META` | partition | name | bytes |
+//! | `INTERVAL_ROWS` | partition, side, join key | row time, arrival sequence | `Timed` row |
+//! | `INTERVAL_TIME` | partition, side | row time, arrival sequence | join key bytes |
 //!
 //! Join keys, primary keys and rows use the self-delimiting encodings of `canonical`, so a TTL
 //! item can be split back into its parts.
@@ -24,6 +26,9 @@ pub const TTL: u8 = 3;
 pub const META: u8 = 4;
 pub const INTERVAL_ROWS: u8 = 5;
 pub const INTERVAL_TIME: u8 = 6;
+
+/// Meta item (partition 0) holding the interval join's last arrival sequence number.
+pub const INTERVAL_SEQ: &[u8] = b"interval_seq";
 
 /// Meta item holding a partition's stream time (SPEC §3.5).
 pub const STREAM_TIME: &[u8] = b"stream_time";
@@ -55,6 +60,30 @@ pub fn pk_group(buf: &mut Vec<u8>, partition: u32, side: Side, primary_key: &[u8
 
 pub fn ttl_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
     head(buf, partition, TTL, Some(side));
+}
+
+pub fn interval_rows_group(buf: &mut Vec<u8>, partition: u32, side: Side, join_key: &[u8]) {
+    head(buf, partition, INTERVAL_ROWS, Some(side));
+    buf.extend_from_slice(join_key);
+}
+
+pub fn interval_time_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
+    head(buf, partition, INTERVAL_TIME, Some(side));
+}
+
+/// An interval-join row item: its time, then its arrival sequence number.
+pub fn interval_item(time: i64, seq: u64) -> Vec<u8> {
+    let mut item = Vec::with_capacity(16);
+    item.extend_from_slice(&time_bytes(time));
+    item.extend_from_slice(&seq.to_be_bytes());
+    item
+}
+
+pub fn interval_item_seq(item: &[u8]) -> u64 {
+    item.get(8..16)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_be_bytes)
+        .unwrap_or(0)
 }
 
 pub fn meta_group(buf: &mut Vec<u8>, partition: u32) {

@@ -134,18 +134,25 @@ impl JoinState for MemoryState {
         }
     }
 
-    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool) {
+    fn scan_from(
+        &mut self,
+        group: &[u8],
+        from: &[u8],
+        visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
+    ) {
         match self.groups.get(group) {
             None => {}
             Some(Group::Small(v)) => {
-                for (k, val) in v {
+                let start = v.partition_point(|(k, _)| &**k < from);
+                for (k, val) in &v[start..] {
                     if !visit(k, val) {
                         break;
                     }
                 }
             }
             Some(Group::Large(m)) => {
-                for (k, val) in m {
+                let range = (std::ops::Bound::Included(from), std::ops::Bound::Unbounded);
+                for (k, val) in m.range::<[u8], _>(range) {
                     if !visit(k, val) {
                         break;
                     }

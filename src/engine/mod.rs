@@ -6,6 +6,7 @@
 pub mod canonical;
 pub mod column;
 pub mod filter;
+pub mod interval;
 pub mod layout;
 pub mod memory;
 pub mod normalize;
@@ -15,106 +16,100 @@ pub mod regular;
 pub mod state;
 pub mod table;
 pub mod ttl;
+pub mod watermark;
 
-use rustc_hash::FxHashMap;
-
-use crate::changelog::{Input, JoinedChange};
+use crate::changelog::{Input, JoinedChange, Side};
 use crate::config::JoinSpec;
 use crate::stats::Stats;
 
-use normalize::Step;
+use interval::IntervalJoin;
 use plan::JoinPlan;
-use regular::Scratch;
-use state::StateValue;
-use table::Table;
+use regular::RegularJoin;
 
 pub use memory::MemoryState;
 pub use state::JoinState;
 
-/// A regular join (SPEC §3) over any `JoinState`.
+/// The join a configuration asks for: regular (SPEC §3) or interval (SPEC §4).
 #[derive(Debug)]
-pub struct Engine {
-    plan: JoinPlan,
-    allow_generated_retracts: bool,
-    /// Stream time per task (input partition), mirrored in state so restarts see the same value.
-    stream_time: FxHashMap<u32, i64>,
-    scratch: Scratch,
-    steps: Vec<Step>,
-    pub stats: Stats,
+pub enum Engine {
+    Regular(RegularJoin),
+    Interval(IntervalJoin),
 }
 
 impl Engine {
     pub fn new(spec: &JoinSpec) -> Self {
-        Engine {
-            plan: JoinPlan::new(spec),
-            allow_generated_retracts: spec.allow_generated_retracts,
-            stream_time: FxHashMap::default(),
-            scratch: Scratch::default(),
-            steps: Vec::new(),
-            stats: Stats::default(),
+        match spec.interval {
+            Some(interval) => Engine::Interval(IntervalJoin::new(spec, interval)),
+            None => Engine::Regular(RegularJoin::new(spec)),
         }
     }
 
     pub fn plan(&self) -> &JoinPlan {
-        &self.plan
+        match self {
+            Engine::Regular(j) => j.plan(),
+            Engine::Interval(j) => j.plan(),
+        }
     }
 
-    /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
-    fn advance<S: JoinState + ?Sized>(
-        &mut self,
-        state: &mut S,
-        partition: u32,
-        timestamp: i64,
-    ) -> i64 {
-        let mut group = Vec::new();
-        layout::meta_group(&mut group, partition);
-        let known = *self.stream_time.entry(partition).or_insert_with(|| {
-            state
-                .get(&group, layout::STREAM_TIME)
-                .and_then(|v| v.as_bytes().and_then(layout::time_from_bytes))
-                .unwrap_or(i64::MIN)
-        });
-        if timestamp > known {
-            self.stream_time.insert(partition, timestamp);
-            state.put(
-                &group,
-                layout::STREAM_TIME,
-                StateValue::Bytes(layout::time_bytes(timestamp).to_vec()),
-            );
-            timestamp
-        } else {
-            known
+    pub fn stats(&self) -> &Stats {
+        match self {
+            Engine::Regular(j) => &j.stats,
+            Engine::Interval(j) => &j.stats,
+        }
+    }
+
+    pub fn stats_mut(&mut self) -> &mut Stats {
+        match self {
+            Engine::Regular(j) => &mut j.stats,
+            Engine::Interval(j) => &mut j.stats,
+        }
+    }
+
+    /// The input partitions this instance processes (both sides), known at processing time
+    /// `now`; the interval join's watermark waits for each of them.
+    pub fn set_partitions(&mut self, partitions: &[u32], now: i64) {
+        if let Engine::Interval(j) = self {
+            j.set_partitions(partitions, now);
+        }
+    }
+
+    /// The interval join's watermark per side, for metrics.
+    pub fn watermark(&self, side: Side) -> Option<i64> {
+        match self {
+            Engine::Regular(_) => None,
+            Engine::Interval(j) => j.side_watermark(side),
         }
     }
 
     /// Processes one arriving record and appends the changes it causes to `out`.
-    ///
-    /// Every record advances its task's stream time first (tombstones and undecodable records,
-    /// passed with `event: None`, included), then expired rows are removed, then the event is
-    /// normalised and joined.
     pub fn process<S: JoinState + ?Sized>(
         &mut self,
         state: &mut S,
         input: Input,
         out: &mut Vec<JoinedChange>,
     ) {
-        let now = self.advance(state, input.partition, input.timestamp);
-        let mut t = Table::new(state, input.partition, now, &mut self.stats);
-        for side in &self.plan.sides {
-            ttl::expire(&mut t, side);
+        match self {
+            Engine::Regular(j) => j.process(state, input, out),
+            Engine::Interval(j) => j.process(state, input, out),
         }
-        let Some(event) = input.event else {
-            return;
-        };
-        let from = out.len();
-        let sp = self.plan.side(input.side);
-        self.steps.clear();
-        normalize::normalize(&mut t, sp, event, &mut self.steps);
-        for step in self.steps.drain(..) {
-            regular::apply(&mut t, &self.plan, input.side, step, &mut self.scratch, out);
+    }
+
+    /// Processing time moved to `now` (run mode): `SIDEJOIN_MAX_WAIT` and idle partitions.
+    pub fn tick<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        now: i64,
+        out: &mut Vec<JoinedChange>,
+    ) {
+        if let Engine::Interval(j) = self {
+            j.tick(state, now, out);
         }
-        if !self.allow_generated_retracts {
-            filter::drop_generated(out, from, &mut self.stats);
+    }
+
+    /// End of a finite input (replay): the interval join emits what is still waiting.
+    pub fn flush<S: JoinState + ?Sized>(&mut self, state: &mut S, out: &mut Vec<JoinedChange>) {
+        if let Engine::Interval(j) = self {
+            j.flush(state, out);
         }
     }
 }

@@ -8,12 +8,16 @@
 
 use std::sync::Arc;
 
-use crate::changelog::{JoinedChange, Kind, Row, Side};
+use rustc_hash::FxHashMap;
+
+use crate::changelog::{Input, JoinedChange, Kind, Row, Side};
+use crate::config::JoinSpec;
+use crate::stats::Stats;
 
 use super::canonical::{keys_equal, rows_equal, rows_equal_on};
 use super::normalize::Step;
 use super::plan::{JoinPlan, SidePlan, UsedColumns};
-use super::state::{JoinState, RowEntry};
+use super::state::{JoinState, RowEntry, StateValue};
 use super::table::{Slot, Table};
 
 /// Reusable buffers for one join.
@@ -245,5 +249,93 @@ pub fn apply<S: JoinState + ?Sized>(
         Step::Accumulate { kind, row } => accumulate(t, plan, side, kind, row, scratch, out),
         Step::Retract { kind, slot } => retract(t, plan, side, kind, slot, scratch, out),
         Step::Update { old, new } => update(t, plan, side, old, new, scratch, out),
+    }
+}
+
+/// A regular join (SPEC §3) over any `JoinState`.
+#[derive(Debug)]
+pub struct RegularJoin {
+    plan: JoinPlan,
+    allow_generated_retracts: bool,
+    /// Stream time per task (input partition), mirrored in state so restarts see the same value.
+    stream_time: FxHashMap<u32, i64>,
+    scratch: Scratch,
+    steps: Vec<Step>,
+    pub stats: Stats,
+}
+
+impl RegularJoin {
+    pub fn new(spec: &JoinSpec) -> Self {
+        RegularJoin {
+            plan: JoinPlan::new(spec),
+            allow_generated_retracts: spec.allow_generated_retracts,
+            stream_time: FxHashMap::default(),
+            scratch: Scratch::default(),
+            steps: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    pub fn plan(&self) -> &JoinPlan {
+        &self.plan
+    }
+
+    /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
+    fn advance<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: u32,
+        timestamp: i64,
+    ) -> i64 {
+        let mut group = Vec::new();
+        super::layout::meta_group(&mut group, partition);
+        let known = *self.stream_time.entry(partition).or_insert_with(|| {
+            state
+                .get(&group, super::layout::STREAM_TIME)
+                .and_then(|v| v.as_bytes().and_then(super::layout::time_from_bytes))
+                .unwrap_or(i64::MIN)
+        });
+        if timestamp > known {
+            self.stream_time.insert(partition, timestamp);
+            state.put(
+                &group,
+                super::layout::STREAM_TIME,
+                StateValue::Bytes(super::layout::time_bytes(timestamp).to_vec()),
+            );
+            timestamp
+        } else {
+            known
+        }
+    }
+
+    /// Processes one arriving record and appends the changes it causes to `out`.
+    ///
+    /// Every record advances its task's stream time first (tombstones and undecodable records,
+    /// passed with `event: None`, included), then expired rows are removed, then the event is
+    /// normalised and joined.
+    pub fn process<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        input: Input,
+        out: &mut Vec<JoinedChange>,
+    ) {
+        let now = self.advance(state, input.partition, input.timestamp);
+        let mut t = Table::new(state, input.partition, now, &mut self.stats);
+        for side in &self.plan.sides {
+            super::ttl::expire(&mut t, side);
+        }
+        let Some(event) = input.event else {
+            return;
+        };
+        let from = out.len();
+        let sp = self.plan.side(input.side);
+        self.steps.clear();
+        super::normalize::normalize(&mut t, sp, event, &mut self.steps);
+        for step in self.steps.drain(..) {
+            apply(&mut t, &self.plan, input.side, step, &mut self.scratch, out);
+        }
+        if !self.allow_generated_retracts {
+            super::filter::drop_generated(out, from, &mut self.stats);
+        }
     }
 }

@@ -19,10 +19,21 @@ pub struct RowEntry {
     pub stamp: i64,
 }
 
+/// A row cached by the interval join (SPEC §4); its time and arrival order are in its item key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedRow {
+    pub row: Arc<Row>,
+    /// It has been joined at least once.
+    pub matched: bool,
+    /// It was already emitted null-padded by `SIDEJOIN_MAX_WAIT`.
+    pub padded: bool,
+}
+
 /// A value in the state: a stored row, or opaque bytes (indexes, stream time, watermarks).
 #[derive(Debug, Clone, PartialEq)]
 pub enum StateValue {
     Row(RowEntry),
+    Timed(TimedRow),
     Bytes(Vec<u8>),
 }
 
@@ -30,21 +41,28 @@ impl StateValue {
     pub fn as_row(&self) -> Option<&RowEntry> {
         match self {
             StateValue::Row(e) => Some(e),
-            StateValue::Bytes(_) => None,
+            _ => None,
         }
     }
 
     pub fn into_row(self) -> Option<RowEntry> {
         match self {
             StateValue::Row(e) => Some(e),
-            StateValue::Bytes(_) => None,
+            _ => None,
+        }
+    }
+
+    pub fn into_timed(self) -> Option<TimedRow> {
+        match self {
+            StateValue::Timed(e) => Some(e),
+            _ => None,
         }
     }
 
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             StateValue::Bytes(b) => Some(b),
-            StateValue::Row(_) => None,
+            _ => None,
         }
     }
 }
@@ -61,7 +79,17 @@ pub trait JoinState {
     fn delete(&mut self, group: &[u8], item: &[u8]);
 
     /// Visits the items of `group` in ascending byte order of `item` while `visit` returns true.
-    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool);
+    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool) {
+        self.scan_from(group, &[], visit)
+    }
+
+    /// Like `scan`, starting at the first item not below `from`.
+    fn scan_from(
+        &mut self,
+        group: &[u8],
+        from: &[u8],
+        visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
+    );
 }
 
 impl<S: JoinState + ?Sized> JoinState for Box<S> {
@@ -74,7 +102,12 @@ impl<S: JoinState + ?Sized> JoinState for Box<S> {
     fn delete(&mut self, group: &[u8], item: &[u8]) {
         (**self).delete(group, item)
     }
-    fn scan(&mut self, group: &[u8], visit: &mut dyn FnMut(&[u8], &StateValue) -> bool) {
-        (**self).scan(group, visit)
+    fn scan_from(
+        &mut self,
+        group: &[u8],
+        from: &[u8],
+        visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
+    ) {
+        (**self).scan_from(group, from, visit)
     }
 }

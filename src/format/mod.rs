@@ -6,7 +6,10 @@
 
 mod debezium;
 mod plain;
+mod time;
 mod upsert;
+
+pub use time::parse_time;
 
 use serde_json::Value;
 

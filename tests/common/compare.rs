@@ -117,6 +117,19 @@ pub fn same_output(expected: &str, actual: &str) -> Result<(), String> {
     Err(format!("expected:\n{}\nactual:\n{}", show(&e), show(&a)))
 }
 
+/// `Ok` when the lines are the same in the same order (rows compared as in `same_output`).
+pub fn same_order(expected: &str, actual: &str) -> Result<(), String> {
+    let norm = |text: &str| -> Result<Vec<(u64, String)>, String> {
+        Ok(parse_lines(text)?.iter().map(normalize_line).collect())
+    };
+    let (e, a) = (norm(expected)?, norm(actual)?);
+    if e == a {
+        Ok(())
+    } else {
+        Err(format!("order differs:\nexpected {e:#?}\nactual {a:#?}"))
+    }
+}
+
 /// Whether `expected` is contained in `actual`: objects by their listed members, strings as
 /// substrings, anything else by equality.
 pub fn subset(expected: &Value, actual: &Value) -> bool {

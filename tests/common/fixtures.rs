@@ -5,7 +5,8 @@
 //! - `expected.jsonl`: what replay prints, written by hand from SPEC;
 //! - optionally `args` (extra replay arguments, one line; `--stdin` feeds the input on stdin),
 //!   `exit` (the expected exit code, default 0), `stderr.jsonl` (JSON lines each contained in
-//!   some stderr line, see `compare::subset`) and `stderr.txt` (substrings stderr must contain).
+//!   some stderr line, see `compare::subset`), `stderr.txt` (substrings stderr must contain) and
+//!   `ordered` (an empty file: changes must also keep their order within each cause).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use sidejoin::config::{self, Mode};
 use sidejoin::engine::JoinState;
 use sidejoin::replay::{self, ReplayOptions};
 
-use super::compare::{parse_lines, same_output, subset};
+use super::compare::{parse_lines, same_order, same_output, subset};
 
 #[derive(Debug, Clone)]
 pub struct Fixture {
@@ -30,6 +31,7 @@ pub struct Fixture {
     pub exit: i32,
     pub stderr_json: Vec<Value>,
     pub stderr_text: Vec<String>,
+    pub ordered: bool,
 }
 
 /// What one run printed and how it ended.
@@ -94,6 +96,7 @@ pub fn load(dir: &Path) -> Fixture {
                     .collect()
             })
             .unwrap_or_default(),
+        ordered: dir.join("ordered").exists(),
     }
 }
 
@@ -175,6 +178,9 @@ pub fn check(f: &Fixture, o: &Outcome) -> Result<(), String> {
         ));
     }
     same_output(&f.expected, &o.stdout)?;
+    if f.ordered {
+        same_order(&f.expected, &o.stdout)?;
+    }
     let stderr_lines: Vec<Value> = o
         .stderr
         .lines()

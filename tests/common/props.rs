@@ -325,6 +325,8 @@ impl<S: JoinState> Run<S> {
             side: rec.side,
             partition: 0,
             timestamp: n as i64,
+            time: None,
+            processing_time: 0,
             event,
         };
         self.engine.process(&mut self.state, input, &mut out);
