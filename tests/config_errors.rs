@@ -310,3 +310,105 @@ fn every_problem_is_reported_together() {
         ],
     );
 }
+
+#[test]
+fn interval_bounds() {
+    let e = config_error("check", &[("SIDEJOIN_INTERVAL_LOWER", "-10m")], true);
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_INTERVAL_UPPER",
+            "required when SIDEJOIN_INTERVAL_LOWER is set",
+        ],
+    );
+    let e = config_error("check", &[("SIDEJOIN_INTERVAL_UPPER", "10m")], true);
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_INTERVAL_LOWER",
+            "required when SIDEJOIN_INTERVAL_UPPER is set",
+        ],
+    );
+    let e = config_error(
+        "check",
+        &[
+            ("SIDEJOIN_INTERVAL_LOWER", "5m"),
+            ("SIDEJOIN_INTERVAL_UPPER", "-5m"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_INTERVAL_LOWER=\"5m\"",
+            "must not be greater than SIDEJOIN_INTERVAL_UPPER (-5m)",
+        ],
+    );
+    let e = config_error(
+        "check",
+        &[
+            ("SIDEJOIN_INTERVAL_LOWER", "-10 m"),
+            ("SIDEJOIN_INTERVAL_UPPER", "10m"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &["SIDEJOIN_INTERVAL_LOWER=\"-10 m\"", "signed duration"],
+    );
+}
+
+#[test]
+fn interval_needs_insert_only_inputs_without_ttl_or_dedup() {
+    let bounds = [
+        ("SIDEJOIN_INTERVAL_LOWER", "-1m"),
+        ("SIDEJOIN_INTERVAL_UPPER", "1m"),
+    ];
+    let with = |extra: (&'static str, &'static str)| {
+        let mut env = bounds.to_vec();
+        env.push(extra);
+        config_error("check", &env, true)
+    };
+    assert_names(
+        &with(("SIDEJOIN_LEFT_FORMAT", "debezium-json")),
+        &["SIDEJOIN_LEFT_FORMAT=\"debezium-json\"", "insert-only"],
+    );
+    assert_names(
+        &with(("SIDEJOIN_RIGHT_PRIMARY_KEY", "k")),
+        &["SIDEJOIN_RIGHT_PRIMARY_KEY=\"k\"", "insert-only"],
+    );
+    assert_names(
+        &with(("SIDEJOIN_DEDUP_LEFT", "true")),
+        &["SIDEJOIN_DEDUP_LEFT=\"true\"", "interval"],
+    );
+    assert_names(
+        &with(("SIDEJOIN_STATE_TTL", "1h")),
+        &["SIDEJOIN_STATE_TTL=\"1h\"", "watermarks bound"],
+    );
+    assert_names(
+        &with(("SIDEJOIN_RIGHT_STATE_TTL", "5m")),
+        &["SIDEJOIN_RIGHT_STATE_TTL=\"5m\""],
+    );
+}
+
+#[test]
+fn interval_accepts_zero_ttl_and_false_dedup() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
+        .arg("check")
+        .env_clear()
+        .envs(BASE)
+        .envs([
+            ("SIDEJOIN_INTERVAL_LOWER", "-1m"),
+            ("SIDEJOIN_INTERVAL_UPPER", "1m"),
+            ("SIDEJOIN_STATE_TTL", "0"),
+            ("SIDEJOIN_DEDUP_LEFT", "false"),
+            ("SIDEJOIN_OUTPUT_MODE", "append"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

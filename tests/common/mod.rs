@@ -5,5 +5,6 @@
 
 pub mod compare;
 pub mod fixtures;
+pub mod interval_props;
 pub mod props;
 pub mod reference;
