@@ -1,6 +1,8 @@
-//! Regular-join throughput through the pipeline replay uses (decode → engine → projection):
-//! 1,000,000 keys, left join, 50/50 sides, 10% primary-key updates; outputs to `black_box`.
-//! `SIDEJOIN_BENCH_KEYS` changes the key count.
+//! Join throughput through the pipeline replay uses (decode → engine → projection), outputs to
+//! `black_box`:
+//! - regular left join: 1,000,000 keys, 50/50 sides, 10% primary-key updates
+//!   (`SIDEJOIN_BENCH_KEYS` changes the key count);
+//! - interval left join: 1,000,000 rows 1 ms apart, 100,000 keys, [-1m, +1m].
 
 use std::hint::black_box;
 
@@ -50,5 +52,27 @@ fn regular_left_join(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, regular_left_join);
+/// Interval left join, [-1m, +1m]: 1,000,000 rows 1 ms apart, alternating sides, 100,000 keys
+/// (about one match per row), parsed rows moved in, outputs to `black_box`.
+fn interval_left_join(c: &mut Criterion) {
+    let config = workload::interval_config();
+    let records = workload::interval_records(1_000_000, 100_000);
+    let mut group = c.benchmark_group("interval_join");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(records.len() as u64));
+    group.bench_function("left_join_1m_window", |b| {
+        b.iter_batched(
+            || records.clone(),
+            |input| {
+                workload::run(&config, input, |c| {
+                    black_box(c);
+                })
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, regular_left_join, interval_left_join);
 criterion_main!(benches);

@@ -4,6 +4,7 @@
 //!         target/release/examples/engine_callgrind 100000
 //!
 //! Instructions per change = the collected total / the number of input records it prints.
+//! A second argument `interval` runs the interval-join workload (10 × KEYS rows) instead.
 
 use std::hint::black_box;
 
@@ -19,8 +20,12 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(100_000);
-    let config = workload::config();
-    let records = workload::records(keys);
+    let interval = std::env::args().nth(2).as_deref() == Some("interval");
+    let (config, records) = if interval {
+        (workload::interval_config(), workload::interval_records(keys * 10, keys))
+    } else {
+        (workload::config(), workload::records(keys))
+    };
     let n = records.len();
     let bytes = workload::as_bytes(&records);
     let started = std::time::Instant::now();

@@ -164,3 +164,38 @@ pub fn run_bytes(
     }
     (outputs, pipeline)
 }
+
+/// The interval-join workload: `rows` rows 1 ms apart, alternating sides, over `keys` keys.
+pub fn interval_records(rows: u64, keys: u64) -> Vec<Record> {
+    (0..rows)
+        .map(|i| {
+            let side = if i % 2 == 0 { Side::Left } else { Side::Right };
+            let id = (i / 2) % keys;
+            Record {
+                side,
+                timestamp: i as i64,
+                value: match side {
+                    Side::Left => left_row(id, i),
+                    Side::Right => right_row(id, i),
+                },
+            }
+        })
+        .collect()
+}
+
+/// An interval left join on `id`, [-1m, +1m] around the Kafka timestamps.
+pub fn interval_config() -> Config {
+    let env = [
+        ("SIDEJOIN_JOIN_TYPE", "left"),
+        ("SIDEJOIN_LEFT_KEY", "id"),
+        ("SIDEJOIN_RIGHT_KEY", "id"),
+        ("SIDEJOIN_INTERVAL_LOWER", "-1m"),
+        ("SIDEJOIN_INTERVAL_UPPER", "1m"),
+        (
+            "SIDEJOIN_SELECT",
+            "l.id AS id, l.name, l.city, l.age, l.ts AS lts, r.score, r.level, r.tag, r.ts AS rts",
+        ),
+    ];
+    config::load(env.iter().map(|(k, v)| (k.to_string(), v.to_string())), Mode::Replay)
+        .expect("bench config")
+}
