@@ -22,7 +22,10 @@ fn main() {
         .unwrap_or(100_000);
     let interval = std::env::args().nth(2).as_deref() == Some("interval");
     let (config, records) = if interval {
-        (workload::interval_config(), workload::interval_records(keys * 10, keys))
+        (
+            workload::interval_config(),
+            workload::interval_records(keys * 10, keys),
+        )
     } else {
         (workload::config(), workload::records(keys))
     };

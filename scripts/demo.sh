@@ -1,26 +1,104 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine (README "Try it"): builds sidejoin and replays the seed 000
-# example (user_info LEFT JOIN user_score) twice: as Flink emits it, and with
-# SIDEJOIN_ALLOW_GENERATED_RETRACTS=false, which keeps the -D of null-padded rows out of the output.
+# The main job on a fresh machine (README "Try it"): starts a local Kafka (scripts/kafka.sh),
+# creates user_info, user_score and the output topic, produces the seed 000 example plus a few
+# hundred generated rows, runs `sidejoin run` (user_info LEFT JOIN user_score ON user_id, with
+# SIDEJOIN_ALLOW_GENERATED_RETRACTS=false), prints the output topic and shuts everything down.
+# `scripts/demo.sh --replay` shows the same join through `sidejoin replay`, without Kafka.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
+echo "== building sidejoin (release)"
 cargo build --release --quiet
 bin="$CARGO_TARGET_DIR/release/sidejoin"
 
-set -a
-# shellcheck source=/dev/null
-. demo/left_join.env
-set +a
+if [ "${1:-}" = "--replay" ]; then
+  set -a
+  # shellcheck source=/dev/null
+  . demo/left_join.env
+  set +a
+  echo "== left join as Flink emits it"
+  "$bin" replay demo/user_info_and_score.jsonl 2>/dev/null
+  echo "== with SIDEJOIN_ALLOW_GENERATED_RETRACTS=false"
+  SIDEJOIN_ALLOW_GENERATED_RETRACTS=false "$bin" replay demo/user_info_and_score.jsonl 2>/dev/null
+  exit 0
+fi
 
-echo "== input (demo/user_info_and_score.jsonl)"
-cat demo/user_info_and_score.jsonl
-echo
-echo "== left join as Flink emits it: every first match retracts the null-padded row"
-"$bin" replay demo/user_info_and_score.jsonl 2>/dev/null
-echo
-echo "== with SIDEJOIN_ALLOW_GENERATED_RETRACTS=false: no generated retractions"
-SIDEJOIN_ALLOW_GENERATED_RETRACTS=false "$bin" replay demo/user_info_and_score.jsonl 2>/dev/null
-echo
-echo "== the same as upsert records keyed by user_id (what an upsert-kafka sink would get)"
-SIDEJOIN_ALLOW_GENERATED_RETRACTS=false SIDEJOIN_OUTPUT_MODE=upsert "$bin" replay --records demo/user_info_and_score.jsonl 2>/dev/null
+dir=$(mktemp -d /tmp/sidejoin-demo.XXXXXX)
+sj_pid=""
+cleanup() {
+  [ -n "$sj_pid" ] && kill "$sj_pid" 2>/dev/null && wait "$sj_pid" 2>/dev/null || true
+  scripts/kafka.sh stop "$dir/kafka" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+
+echo "== starting a local Kafka (first run downloads it from Maven Central)"
+bootstrap=$(scripts/kafka.sh start "$dir/kafka")
+echo "   Kafka at $bootstrap"
+for t in user_info user_score user_info_score; do
+  scripts/kafka.sh topic "$dir/kafka" "$t" 3 >/dev/null
+done
+
+
+echo "== running sidejoin: user_info LEFT JOIN user_score, SIDEJOIN_ALLOW_GENERATED_RETRACTS=false"
+SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" \
+SIDEJOIN_APPLICATION_ID=sidejoin-demo \
+SIDEJOIN_LEFT_TOPIC=user_info SIDEJOIN_RIGHT_TOPIC=user_score SIDEJOIN_OUTPUT_TOPIC=user_info_score \
+SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=user_id SIDEJOIN_RIGHT_KEY=user_id \
+SIDEJOIN_SELECT='l.user_id AS user_id, l.user_name, r.score' \
+SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
+SIDEJOIN_STATE_DIR="$dir/state" SIDEJOIN_HTTP_ADDR=127.0.0.1:0 \
+  "$bin" run 2>"$dir/sidejoin.log" &
+sj_pid=$!
+
+addr=""
+for _ in $(seq 1 300); do
+  addr=$(sed -n 's/.*http listening on \([0-9.:]*\).*/\1/p' "$dir/sidejoin.log" | head -1)
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+[ -n "$addr" ] || { cat "$dir/sidejoin.log"; exit 1; }
+metric() {
+  curl -s "http://$addr/metrics" | awk -v m="$1" 'index($0, m) == 1 {s += $2} END {print s + 0}'
+}
+wait_consumed() {
+  for _ in $(seq 1 900); do
+    [ "$(metric sidejoin_records_in_total)" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "sidejoin did not consume $1 records:"; tail -20 "$dir/sidejoin.log"; exit 1
+}
+for _ in $(seq 1 600); do
+  curl -sf "http://$addr/readyz" >/dev/null && break
+  sleep 0.1
+done
+
+echo "== seed 000: user_info [\"1\",\"zs\"] first, then user_score [\"1\",25]"
+printf '{"user_id":"1"}\t{"user_id":"1","user_name":"zs"}\n' | scripts/kafka.sh produce "$dir/kafka" user_info
+wait_consumed 1
+printf '{"user_id":"1"}\t{"user_id":"1","score":25}\n' | scripts/kafka.sh produce "$dir/kafka" user_score
+wait_consumed 2
+
+echo "== then 200 more users and 100 more scores (keyed by user_id)"
+for i in $(seq 2 201); do printf '{"user_id":"%d"}\t{"user_id":"%d","user_name":"user%d"}\n' "$i" "$i" "$i"; done \
+  | scripts/kafka.sh produce "$dir/kafka" user_info
+wait_consumed 202
+for i in $(seq 1 100); do u=$(( (i * 7) % 250 + 2 )); printf '{"user_id":"%d"}\t{"user_id":"%d","score":%d}\n' "$u" "$u" "$i"; done \
+  | scripts/kafka.sh produce "$dir/kafka" user_score
+wait_consumed 302
+echo "   consumed $(metric sidejoin_records_in_total) input records"
+sleep 0.5
+
+echo "== the output topic (key <TAB> Debezium envelope), first 12 records:"
+scripts/kafka.sh consume "$dir/kafka" user_info_score 1000 5000 > "$dir/out.txt"
+head -12 "$dir/out.txt"
+echo "   ... $(wc -l < "$dir/out.txt") records in all; op=d records: $(grep -c '"op":"d"' "$dir/out.txt" || true)"
+echo "== seed 000 (user 1): +I[1,zs,null] then +I[1,zs,25], no -D of the padded row in between"
+grep '^{"user_id":"1"}' "$dir/out.txt" || true
+echo "== a few metrics"
+curl -s "http://$addr/metrics" | grep -E '^sidejoin_(records_in_total|records_out_total|generated_retracts_filtered_total|state_rows)' || true
+
+echo "== stopping sidejoin (SIGTERM) and Kafka"
+kill -TERM "$sj_pid"
+wait "$sj_pid" && echo "   sidejoin exited 0" || echo "   sidejoin exited $?"
+sj_pid=""

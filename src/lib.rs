@@ -1,12 +1,17 @@
 //! sidejoin: joins two Kafka topics with Flink SQL stream-join semantics, without the retraction
-//! flood. The engine (`engine`) is pure; formats, output modes, replay and (later) Kafka, RocksDB
-//! and HTTP are edges around it.
+//! flood. The engine (`engine`) is pure; formats, output modes, replay, Kafka (`runtime`, `kafka`),
+//! metrics and HTTP are edges around it.
 
 pub mod changelog;
+pub mod check;
 pub mod config;
 pub mod engine;
 pub mod format;
+pub mod http;
+pub mod kafka;
+pub mod metrics;
 pub mod pipeline;
 pub mod replay;
+pub mod runtime;
 pub mod sink;
 pub mod stats;

@@ -1,16 +1,21 @@
-//! The `sidejoin` binary: parses the command line, loads the configuration from the environment
-//! and maps outcomes to exit codes (0 ok, 1 runtime failure, 2 configuration error).
+//! The `sidejoin` binary: parses the command line, loads the configuration from the environment,
+//! sets up logging and signals, and maps outcomes to exit codes (0 ok, 1 runtime failure,
+//! 2 configuration error).
 
 use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
 
-use sidejoin::config::{self, Mode};
+use sidejoin::config::{self, Config, LogFormat, Mode};
 use sidejoin::engine::MemoryState;
+use sidejoin::metrics::Metrics;
 use sidejoin::replay::{self, ReplayOptions};
+use sidejoin::runtime::{self, JoinProcessor, PassthroughProcessor, Processor};
 
 /// mimalloc: the join allocates many small, short-lived objects (rows, keys, output values), where
 /// it is markedly cheaper than glibc malloc.
@@ -40,15 +45,33 @@ enum Command {
         #[arg(long)]
         records: bool,
     },
-    /// Validate the configuration and print the join plan without consuming.
+    /// Validate the configuration, print the join plan and (with brokers) check the topics.
     Check,
+    /// Copy every input record unchanged to the output topic with the same consumer, producer
+    /// and commit code as `run`: the baseline sidejoin is benchmarked against.
+    #[command(hide = true)]
+    Passthrough,
 }
 
-fn load(mode: Mode) -> Result<config::Config, ExitCode> {
+fn load(mode: Mode) -> Result<Config, ExitCode> {
     config::load(std::env::vars(), mode).map_err(|e| {
         eprint!("{e}");
         ExitCode::from(2)
     })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = io::IsTerminal::is_terminal(&io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }
 
 fn run_replay(file: Option<PathBuf>, records: bool) -> ExitCode {
@@ -84,26 +107,89 @@ fn run_replay(file: Option<PathBuf>, records: bool) -> ExitCode {
     }
 }
 
+fn run_check() -> ExitCode {
+    let config = match load(Mode::Check) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    print!("configuration is valid\n{}", sidejoin::check::plan(&config));
+    if config.kafka.bootstrap_servers.is_none() {
+        println!("brokers: not checked (SIDEJOIN_BOOTSTRAP_SERVERS is not set)");
+        return ExitCode::SUCCESS;
+    }
+    match sidejoin::check::check_brokers(&config) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Cancels `token` on SIGTERM or SIGINT.
+async fn signals(token: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: stopping (draining, committing)"),
+        _ = int.recv() => tracing::info!("SIGINT: stopping (draining, committing)"),
+    }
+    token.cancel();
+}
+
+fn run_kafka(passthrough: bool) -> ExitCode {
+    let config = match load(Mode::Run) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    init_logging(config.process.log_format);
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let processor: Box<dyn Processor> = if passthrough {
+        Box::new(PassthroughProcessor::default())
+    } else {
+        Box::new(JoinProcessor::new(&config))
+    };
+    let token = CancellationToken::new();
+    runtime.spawn(signals(token.clone()));
+    let metrics = Arc::new(Metrics::new());
+    match runtime.block_on(runtime::run(config, processor, metrics, token)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("sidejoin: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Run) {
         Command::Replay { file, records } => run_replay(file, records),
-        Command::Check => match load(Mode::Check) {
-            Ok(c) => {
-                for w in &c.warnings {
-                    eprintln!("warning: {w}");
-                }
-                println!("configuration is valid");
-                ExitCode::SUCCESS
-            }
-            Err(code) => code,
-        },
-        Command::Run => {
-            if let Err(code) = load(Mode::Run) {
-                return code;
-            }
-            eprintln!("sidejoin run: the Kafka runtime is not part of this build yet; use `sidejoin replay`");
-            ExitCode::from(1)
-        }
+        Command::Check => run_check(),
+        Command::Run => run_kafka(false),
+        Command::Passthrough => run_kafka(true),
     }
 }

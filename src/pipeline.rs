@@ -25,6 +25,14 @@ pub struct Origin {
     pub processing_time: i64,
 }
 
+/// What one input record produced: its changes, and the decode error if it could not be
+/// decoded (the record still advanced time, which may have produced changes of other rows).
+#[derive(Debug, Default)]
+pub struct Processed {
+    pub changes: Vec<OutChange>,
+    pub error: Option<DecodeError>,
+}
+
 /// The join of one configuration over one state store.
 pub struct Pipeline<S: JoinState> {
     sides: [SideSpec; 2],
@@ -72,13 +80,18 @@ impl<S: JoinState> Pipeline<S> {
         self.engine.set_partitions(partitions, processing_time);
     }
 
+    /// Forgets a revoked partition's state.
+    pub fn release_partition(&mut self, partition: u32) {
+        self.engine.release_partition(&mut self.state, partition);
+    }
+
     /// Processes one record whose key and value are already parsed (`None` = absent/null).
     pub fn process(
         &mut self,
         origin: Origin,
         key: Option<Value>,
         value: Option<Value>,
-    ) -> Result<Vec<OutChange>, DecodeError> {
+    ) -> Processed {
         let decoded = format::decode(&self.sides[origin.side.index()], key, value);
         self.process_decoded(origin, decoded)
     }
@@ -99,7 +112,7 @@ impl<S: JoinState> Pipeline<S> {
         &mut self,
         origin: Origin,
         decoded: Result<Option<Event>, DecodeError>,
-    ) -> Result<Vec<OutChange>, DecodeError> {
+    ) -> Processed {
         let side = origin.side.index();
         self.engine.stats_mut().records_in[side] += 1;
         let decoded = decoded.and_then(|event| match event {
@@ -107,17 +120,17 @@ impl<S: JoinState> Pipeline<S> {
             Some(e) => Ok(Some((e, None))),
             None => Ok(None),
         });
-        let (event, time, result) = match decoded {
-            Ok(Some((event, time))) => (Some(event), time, Ok(())),
+        let (event, time, error) = match decoded {
+            Ok(Some((event, time))) => (Some(event), time, None),
             Ok(None) => {
                 self.engine
                     .stats_mut()
                     .input_dropped(origin.side, DropReason::Tombstone);
-                (None, None, Ok(()))
+                (None, None, None)
             }
             Err(e) => {
                 self.engine.stats_mut().decode_errors[side] += 1;
-                (None, None, Err(e))
+                (None, None, Some(e))
             }
         };
         let input = Input {
@@ -131,8 +144,10 @@ impl<S: JoinState> Pipeline<S> {
         self.joined.clear();
         self.engine
             .process(&mut self.state, input, &mut self.joined);
-        let changes = self.project();
-        result.map(|()| changes)
+        Processed {
+            changes: self.project(),
+            error,
+        }
     }
 
     /// Processing time moved on (run mode): what `SIDEJOIN_MAX_WAIT` and idle partitions release.

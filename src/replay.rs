@@ -190,26 +190,25 @@ fn run_lines<S: JoinState>(
             timestamp,
             processing_time: 0,
         };
-        match pipeline.process(origin, line.key, line.value) {
-            Ok(changes) => write_changes(pipeline, changes, n, opts, out)?,
-            Err(e) => {
-                let action = config.process.on_error;
-                writeln!(
-                    err,
-                    "{}",
-                    json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": action.name()})
-                )?;
-                match action {
-                    OnError::Fail => {
-                        return Err(ReplayError::Failed {
-                            line: n,
-                            side: line.side,
-                            error: e.to_string(),
-                        })
-                    }
-                    OnError::Dlq => pipeline.stats_mut().dlq_records += 1,
-                    OnError::Skip => {}
+        let processed = pipeline.process(origin, line.key, line.value);
+        write_changes(pipeline, processed.changes, n, opts, out)?;
+        if let Some(e) = processed.error {
+            let action = config.process.on_error;
+            writeln!(
+                err,
+                "{}",
+                json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": action.name()})
+            )?;
+            match action {
+                OnError::Fail => {
+                    return Err(ReplayError::Failed {
+                        line: n,
+                        side: line.side,
+                        error: e.to_string(),
+                    })
                 }
+                OnError::Dlq => pipeline.stats_mut().dlq_records += 1,
+                OnError::Skip => {}
             }
         }
     }

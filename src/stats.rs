@@ -1,6 +1,8 @@
 //! Counters of SPEC §11, kept as plain numbers so the pure engine can update them; the metrics
 //! edge exports them to Prometheus and replay prints them as its final `{"stats":…}` line.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 
 use crate::changelog::{Kind, Side};
@@ -76,6 +78,8 @@ pub struct Stats {
     pub late_matches: u64,
     /// Rows in state now (copies counted), a gauge.
     pub state_rows: [i64; 2],
+    /// The same per input partition, so a released partition's rows leave the gauge.
+    pub state_rows_by_partition: BTreeMap<u32, [i64; 2]>,
     pub state_expired: [u64; 2],
 }
 
@@ -94,6 +98,21 @@ impl Stats {
             .position(|x| *x == reason)
             .unwrap_or(0);
         self.unmatched_emitted[side.index()][r] += 1;
+    }
+
+    /// `delta` rows of `side` entered (or, negative, left) the state of `partition`.
+    pub fn rows(&mut self, partition: u32, side: Side, delta: i64) {
+        self.state_rows[side.index()] += delta;
+        self.state_rows_by_partition.entry(partition).or_default()[side.index()] += delta;
+    }
+
+    /// The state of `partition` was released (SPEC §6: it moved to another instance).
+    pub fn release_partition(&mut self, partition: u32) {
+        if let Some(rows) = self.state_rows_by_partition.remove(&partition) {
+            for side in Side::BOTH {
+                self.state_rows[side.index()] -= rows[side.index()];
+            }
+        }
     }
 
     pub fn record_out(&mut self, kind: Kind) {

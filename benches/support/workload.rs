@@ -126,9 +126,9 @@ pub fn run(
             timestamp: r.timestamp,
             processing_time: 0,
         };
-        let changes = pipeline
-            .process(origin, None, Some(r.value))
-            .expect("valid record");
+        let processed = pipeline.process(origin, None, Some(r.value));
+        assert!(processed.error.is_none(), "valid record");
+        let changes = processed.changes;
         outputs += changes.len();
         for c in &changes {
             sink(c);
@@ -154,9 +154,9 @@ pub fn run_bytes(
             processing_time: 0,
         };
         let value = sidejoin::format::parse_json(bytes, "value").expect("valid JSON");
-        let changes = pipeline
-            .process(origin, None, Some(value))
-            .expect("valid record");
+        let processed = pipeline.process(origin, None, Some(value));
+        assert!(processed.error.is_none(), "valid record");
+        let changes = processed.changes;
         outputs += changes.len();
         for c in &changes {
             sink(c);
@@ -196,6 +196,9 @@ pub fn interval_config() -> Config {
             "l.id AS id, l.name, l.city, l.age, l.ts AS lts, r.score, r.level, r.tag, r.ts AS rts",
         ),
     ];
-    config::load(env.iter().map(|(k, v)| (k.to_string(), v.to_string())), Mode::Replay)
-        .expect("bench config")
+    config::load(
+        env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        Mode::Replay,
+    )
+    .expect("bench config")
 }

@@ -6,13 +6,14 @@
 
 mod checks;
 mod error;
-mod output;
+pub mod output;
 mod raw;
 mod select;
 mod types;
 mod values;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use output::{key_uniqueness, update_sources};
 pub use raw::known_vars;
 pub use types::*;
 

@@ -52,6 +52,9 @@ fn derived_key(join: &JoinSpec, proj: &Projection) -> Vec<KeyColumn> {
 /// Whether the output key provably holds one row: it carries the preserved side's primary key
 /// and the other side has a primary key that its join key covers (at most one match per row).
 fn key_is_unique(join: &JoinSpec, proj: &Projection, key: &[KeyColumn]) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("the output has no key".to_owned());
+    }
     let side = join.join_type.preserved_side();
     let other = join.side(side.other());
     let Some(pk) = &join.side(side).primary_key else {
@@ -78,6 +81,11 @@ fn key_is_unique(join: &JoinSpec, proj: &Projection, key: &[KeyColumn]) -> Resul
         )),
         Some(_) => Ok(()),
     }
+}
+
+/// `Ok` when the output key provably holds one row, else why not.
+pub fn key_uniqueness(join: &JoinSpec, key: &[KeyColumn]) -> Result<(), String> {
+    key_is_unique(join, &Projection::new(join.select.clone()), key)
 }
 
 /// Why the join may emit updates or deletes; empty when it is insert-only (SPEC §5 `append`).

@@ -188,7 +188,7 @@ impl IntervalJoin {
         );
         layout::interval_time_group(&mut group, partition, side);
         state.put(&group, &item, StateValue::Bytes(join_key.clone()));
-        self.stats.state_rows[side.index()] += 1;
+        self.stats.rows(partition, side, 1);
         if outer && !matched && self.spec.max_wait_ms > 0 {
             self.waiting.push_back(Waiting {
                 due: now.saturating_add(self.spec.max_wait_ms),
@@ -288,7 +288,7 @@ impl IntervalJoin {
             state.delete(&group, &f.item);
             layout::interval_time_group(&mut group, f.partition, f.side);
             state.delete(&group, &f.item);
-            self.stats.state_rows[f.side.index()] -= 1;
+            self.stats.rows(f.partition, f.side, -1);
         }
     }
 

@@ -134,6 +134,11 @@ impl JoinState for MemoryState {
         }
     }
 
+    fn release_partition(&mut self, partition: u32) {
+        let prefix = partition.to_be_bytes();
+        self.groups.retain(|g, _| !g.starts_with(&prefix));
+    }
+
     fn scan_from(
         &mut self,
         group: &[u8],

@@ -73,6 +73,15 @@ impl Engine {
         }
     }
 
+    /// Forgets the state and caches of `partition` (revoked: another instance owns it now).
+    pub fn release_partition<S: JoinState + ?Sized>(&mut self, state: &mut S, partition: u32) {
+        state.release_partition(partition);
+        self.stats_mut().release_partition(partition);
+        if let Engine::Regular(j) = self {
+            j.forget_partition(partition);
+        }
+    }
+
     /// The interval join's watermark per side, for metrics.
     pub fn watermark(&self, side: Side) -> Option<i64> {
         match self {

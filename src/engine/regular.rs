@@ -280,6 +280,11 @@ impl RegularJoin {
         &self.plan
     }
 
+    /// Drops the cached stream time of a released partition.
+    pub fn forget_partition(&mut self, partition: u32) {
+        self.stream_time.remove(&partition);
+    }
+
     /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
     fn advance<S: JoinState + ?Sized>(
         &mut self,

@@ -83,6 +83,10 @@ pub trait JoinState {
         self.scan_from(group, &[], visit)
     }
 
+    /// Forgets every group of `partition` (its groups start with the partition's 4 bytes); the
+    /// partition moved to another instance or will be restored afresh.
+    fn release_partition(&mut self, partition: u32);
+
     /// Like `scan`, starting at the first item not below `from`.
     fn scan_from(
         &mut self,
@@ -109,5 +113,8 @@ impl<S: JoinState + ?Sized> JoinState for Box<S> {
         visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
     ) {
         (**self).scan_from(group, from, visit)
+    }
+    fn release_partition(&mut self, partition: u32) {
+        (**self).release_partition(partition)
     }
 }

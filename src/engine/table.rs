@@ -205,7 +205,7 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
             ),
         };
         self.write(plan, join_key, &item, entry, old_stamp);
-        self.stats.state_rows[plan.side.index()] += 1;
+        self.stats.rows(self.partition, plan.side, 1);
     }
 
     /// Removes one copy of a stored row.
@@ -224,6 +224,6 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
         } else {
             self.remove(plan, &slot.join_key, &slot.item, slot.entry.stamp);
         }
-        self.stats.state_rows[plan.side.index()] -= 1;
+        self.stats.rows(self.partition, plan.side, -1);
     }
 }

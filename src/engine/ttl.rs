@@ -41,7 +41,7 @@ pub fn expire<S: JoinState + ?Sized>(t: &mut Table<'_, S>, plan: &SidePlan) {
         };
         t.remove(plan, join_key, row_item, stamp);
         let i = plan.side.index();
-        t.stats.state_rows[i] -= i64::from(copies);
+        t.stats.rows(t.partition, plan.side, -i64::from(copies));
         t.stats.state_expired[i] += u64::from(copies);
     }
 }

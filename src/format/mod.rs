@@ -42,6 +42,28 @@ pub fn decode(
     }
 }
 
+/// Parses a Kafka record's bytes the way `side`'s format reads them: the value as JSON (absent =
+/// tombstone); the key only where the format uses it (upsert formats), as JSON or, when it is
+/// not JSON, as a plain string (a `StringSerializer` key of a one-column primary key).
+pub fn parse_record(
+    side: &SideSpec,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+) -> Result<(Option<Value>, Option<Value>), DecodeError> {
+    let value = value
+        .map(|v| parse_json(v, "the record value"))
+        .transpose()?;
+    let key = match (side.format.envelope(), key) {
+        (Envelope::Upsert, Some(k)) => Some(serde_json::from_slice(k).or_else(|_| {
+            std::str::from_utf8(k)
+                .map(|s| Value::String(s.to_owned()))
+                .map_err(|_| DecodeError::new("the record key is neither JSON nor UTF-8 text"))
+        })?),
+        _ => None,
+    };
+    Ok((key, value))
+}
+
 /// Parses JSON bytes (a Kafka key or value); empty bytes are an error, like any invalid JSON.
 pub fn parse_json(bytes: &[u8], what: &str) -> Result<Value, DecodeError> {
     serde_json::from_slice(bytes)

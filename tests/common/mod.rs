@@ -6,5 +6,6 @@
 pub mod compare;
 pub mod fixtures;
 pub mod interval_props;
+pub mod kafka;
 pub mod props;
 pub mod reference;

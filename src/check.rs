@@ -1,0 +1,118 @@
+//! `sidejoin check`: the validated configuration as a plan a person can read, and, when
+//! `SIDEJOIN_BOOTSTRAP_SERVERS` is set, the topics and their partition counts — without
+//! consuming anything.
+
+use std::fmt::Write;
+
+use crate::changelog::Side;
+use crate::config::{Config, OutputMode};
+use crate::kafka::admin;
+
+fn side_plan(cfg: &Config, side: Side) -> String {
+    let s = cfg.join.side(side);
+    let state = match (&s.primary_key, cfg.join.interval) {
+        (_, Some(_)) => "cache of rows by join key and time, evicted by watermark".to_owned(),
+        (Some(pk), None) => format!("table: latest row per primary key ({})", pk.join(",")),
+        (None, None) => "multiset of rows (no primary key)".to_owned(),
+    };
+    let mut line = format!(
+        "  {side}: topic {}, format {}, join key ({}), {}, state: {state}",
+        s.topic.as_deref().unwrap_or("-"),
+        s.format.name(),
+        s.key.join(","),
+        if cfg.join.join_type.is_outer(side) {
+            "outer (null-padded when unmatched)"
+        } else {
+            "inner"
+        },
+    );
+    if s.dedup {
+        line.push_str(", dedup on");
+    }
+    if s.ttl_ms > 0 {
+        let _ = write!(line, ", TTL {} ms of stream time", s.ttl_ms);
+    }
+    line
+}
+
+/// The plan of a valid configuration, one fact per line.
+pub fn plan(cfg: &Config) -> String {
+    let mut out = String::new();
+    let j = &cfg.join;
+    let kind = match j.interval {
+        Some(i) => format!(
+            "interval join: tr + {} ms <= tl <= tr + {} ms (watermark delay {} ms, lateness {} ms)",
+            i.lower_ms, i.upper_ms, i.watermark_delay_ms, i.allowed_lateness_ms
+        ),
+        None => "regular join (Flink StreamingJoinOperator semantics)".to_owned(),
+    };
+    let _ = writeln!(out, "join: {} {kind}", j.join_type.name());
+    let _ = writeln!(out, "{}", side_plan(cfg, Side::Left));
+    let _ = writeln!(out, "{}", side_plan(cfg, Side::Right));
+    let _ = writeln!(
+        out,
+        "generated retractions: {}",
+        if j.allow_generated_retracts {
+            "emitted (as Flink)"
+        } else {
+            "dropped"
+        }
+    );
+    let key: Vec<&str> = cfg.output.key.iter().map(|k| k.name.as_str()).collect();
+    let mode = match cfg.output.mode {
+        OutputMode::Changelog => "changelog (Debezium envelopes)",
+        OutputMode::Upsert => "upsert (value or tombstone per key)",
+        OutputMode::Append => "append (rows)",
+    };
+    let _ = writeln!(
+        out,
+        "output: topic {}, {mode}, key ({})",
+        cfg.output.topic.as_deref().unwrap_or("-"),
+        if key.is_empty() {
+            "none".to_owned()
+        } else {
+            key.join(",")
+        }
+    );
+    let unique = match crate::config::key_uniqueness(j, &cfg.output.key) {
+        Ok(()) => "yes".to_owned(),
+        Err(why) => format!("no ({why})"),
+    };
+    let _ = writeln!(out, "output key provably unique: {unique}");
+    let updates = crate::config::update_sources(j);
+    let insert_only = updates.is_empty();
+    let _ = writeln!(
+        out,
+        "output insert-only: {}",
+        if insert_only {
+            "yes".to_owned()
+        } else {
+            format!("no ({})", updates.join("; "))
+        }
+    );
+    let _ = writeln!(
+        out,
+        "on undecodable records: {} (dead-letter topic {})",
+        cfg.process.on_error.name(),
+        cfg.kafka.dlq_topic
+    );
+    for w in &cfg.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+/// Checks the topics against the brokers once; `Err` names what is wrong.
+pub fn check_brokers(cfg: &Config) -> Result<String, String> {
+    let md = admin::metadata(cfg).map_err(|e| {
+        format!(
+            "Kafka at {} is unreachable: {e}",
+            cfg.kafka.bootstrap_servers.as_deref().unwrap_or_default()
+        )
+    })?;
+    let t = admin::check_topics(cfg, &md).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "topics: left {} partitions, right {} partitions (co-partitioned), output {} partitions",
+        t.left_partitions, t.right_partitions, t.output_partitions
+    ))
+}

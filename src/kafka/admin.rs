@@ -1,0 +1,141 @@
+//! Startup checks against the brokers (SPEC §6–7): wait until Kafka answers (retrying with
+//! backoff, the process staying not-ready), check that the input and output topics exist and
+//! that the inputs are co-partitioned, and create the dead-letter topic when missing.
+
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::metadata::Metadata;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+
+/// Why sidejoin cannot start against these brokers.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("{0}")]
+    Topics(String),
+    #[error("Kafka: {0}")]
+    Kafka(#[from] rdkafka::error::KafkaError),
+    #[error("stopped while waiting for Kafka")]
+    Cancelled,
+}
+
+/// Partition counts of the topics sidejoin uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topology {
+    pub left_partitions: i32,
+    pub right_partitions: i32,
+    pub output_partitions: i32,
+}
+
+const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Fetches cluster metadata once.
+pub fn metadata(cfg: &Config) -> Result<Metadata, rdkafka::error::KafkaError> {
+    let client: BaseConsumer = super::admin_config(cfg).create()?;
+    client.fetch_metadata(None, METADATA_TIMEOUT)
+}
+
+/// Fetches metadata, retrying with backoff (1 s doubling to 30 s) until the brokers answer or
+/// `shutdown` is cancelled.
+pub fn wait_for_brokers(
+    cfg: &Config,
+    shutdown: &CancellationToken,
+) -> Result<Metadata, StartupError> {
+    let mut backoff = Duration::from_secs(1);
+    let brokers = cfg.kafka.bootstrap_servers.as_deref().unwrap_or_default();
+    tracing::info!("connecting to Kafka at {brokers}");
+    loop {
+        match metadata(cfg) {
+            Ok(m) if !m.brokers().is_empty() => return Ok(m),
+            Ok(_) => tracing::warn!(
+                "Kafka at {brokers} answered without brokers; retrying in {backoff:?}"
+            ),
+            Err(e) => tracing::warn!(
+                "Kafka at {brokers} is unreachable ({e}); not ready; retrying in {backoff:?}"
+            ),
+        }
+        let deadline = std::time::Instant::now() + backoff;
+        while std::time::Instant::now() < deadline {
+            if shutdown.is_cancelled() {
+                return Err(StartupError::Cancelled);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}
+
+fn partitions(md: &Metadata, topic: &str) -> Option<i32> {
+    md.topics()
+        .iter()
+        .find(|t| t.name() == topic && t.error().is_none())
+        .map(|t| t.partitions().len() as i32)
+        .filter(|n| *n > 0)
+}
+
+/// Checks that the topics exist and that the inputs are co-partitioned.
+pub fn check_topics(cfg: &Config, md: &Metadata) -> Result<Topology, StartupError> {
+    let named = |var: &str, t: &Option<String>| (var.to_owned(), t.clone().unwrap_or_default());
+    let topics = [
+        named("SIDEJOIN_LEFT_TOPIC", &cfg.join.left.topic),
+        named("SIDEJOIN_RIGHT_TOPIC", &cfg.join.right.topic),
+        named("SIDEJOIN_OUTPUT_TOPIC", &cfg.output.topic),
+    ];
+    let missing: Vec<String> = topics
+        .iter()
+        .filter(|(_, t)| partitions(md, t).is_none())
+        .map(|(v, t)| format!("{v}: topic `{t}` does not exist"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(StartupError::Topics(format!(
+            "{} (create it first; sidejoin creates only its dead-letter and internal topics)",
+            missing.join("; ")
+        )));
+    }
+    let count = |i: usize| partitions(md, &topics[i].1).unwrap_or(0);
+    let topology = Topology {
+        left_partitions: count(0),
+        right_partitions: count(1),
+        output_partitions: count(2),
+    };
+    if topology.left_partitions != topology.right_partitions && cfg.join.broadcast.is_none() {
+        return Err(StartupError::Topics(format!(
+            "the inputs are not co-partitioned: left topic `{}` has {} partitions but right topic `{}` has {}; \
+             a co-partitioned join needs equal partition counts",
+            topics[0].1, topology.left_partitions, topics[1].1, topology.right_partitions
+        )));
+    }
+    Ok(topology)
+}
+
+/// Creates `topic` with `partitions` partitions unless it exists.
+pub fn ensure_topic(
+    cfg: &Config,
+    md: &Metadata,
+    topic: &str,
+    partitions: i32,
+) -> Result<(), StartupError> {
+    if self::partitions(md, topic).is_some() {
+        return Ok(());
+    }
+    let admin: AdminClient<DefaultClientContext> = super::admin_config(cfg).create()?;
+    let replication = md.brokers().len().clamp(1, 3) as i32;
+    let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
+    let results = futures::executor::block_on(admin.create_topics([&new], &AdminOptions::new()))?;
+    for r in results {
+        match r {
+            Ok(_) => tracing::info!("created topic `{topic}` ({partitions} partitions)"),
+            Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((t, e)) => {
+                return Err(StartupError::Topics(format!(
+                    "cannot create topic `{t}`: {e}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}

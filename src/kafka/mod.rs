@@ -1,0 +1,78 @@
+//! The Kafka edge: client configurations (sidejoin's own properties plus the
+//! `SIDEJOIN_KAFKA_*` passthrough), topic checks, the consumer context that turns rebalances and
+//! statistics into events and metrics, and the Java-compatible partitioner.
+//!
+//! Nothing here joins: records go in and out as bytes.
+
+pub mod admin;
+pub mod context;
+pub mod partitioner;
+
+use rdkafka::ClientConfig;
+
+use crate::config::{Config, OffsetReset};
+
+/// Properties every client gets: brokers, a client id, then the user's passthrough properties.
+fn common(cfg: &Config, role: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set(
+        "bootstrap.servers",
+        cfg.kafka.bootstrap_servers.as_deref().unwrap_or_default(),
+    );
+    c.set("client.id", format!("{}-{role}", cfg.kafka.application_id));
+    for (k, v) in &cfg.kafka.properties {
+        c.set(k, v);
+    }
+    c
+}
+
+/// The group consumer of both input topics: range assignment (partition i of both topics on one
+/// member), manual offset storage and commits, read_committed.
+pub fn consumer_config(cfg: &Config) -> ClientConfig {
+    let mut c = common(cfg, "consumer");
+    c.set("group.id", &cfg.kafka.application_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("isolation.level", "read_committed")
+        .set("partition.assignment.strategy", "range")
+        .set("statistics.interval.ms", "1000")
+        .set(
+            "auto.offset.reset",
+            match cfg.kafka.auto_offset_reset {
+                OffsetReset::Earliest => "earliest",
+                OffsetReset::Latest => "latest",
+            },
+        );
+    c
+}
+
+/// The idempotent producer of output (and dead-letter) records. Keyed records get an explicit
+/// partition from `partitioner`; keyless ones use librdkafka's `murmur2_random` (random).
+pub fn producer_config(cfg: &Config) -> ClientConfig {
+    let mut c = common(cfg, "producer");
+    c.set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("partitioner", "murmur2_random")
+        .set("linger.ms", "5");
+    c
+}
+
+/// A plain client for metadata and topic creation.
+pub fn admin_config(cfg: &Config) -> ClientConfig {
+    common(cfg, "admin")
+}
+
+/// The passthrough property names (values are never shown: they may be secrets).
+pub fn describe_properties(cfg: &Config) -> String {
+    let names: Vec<&str> = cfg
+        .kafka
+        .properties
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}

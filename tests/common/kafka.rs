@@ -1,0 +1,398 @@
+//! Helpers for tests against the real Kafka broker that `scripts/test.sh` starts
+//! (`SIDEJOIN_TEST_BOOTSTRAP`): unique topics, producing and reading records, committed offsets,
+//! and a `sidejoin` process under test with its logs and `/metrics`.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+/// Now, in epoch milliseconds. Test records carry recent timestamps: the broker's time-based
+/// retention would delete records stamped decades ago.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The broker of this test run.
+pub fn bootstrap() -> String {
+    std::env::var("SIDEJOIN_TEST_BOOTSTRAP").expect(
+        "SIDEJOIN_TEST_BOOTSTRAP is not set: run the Kafka tests through scripts/test.sh, which starts a local broker",
+    )
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A name no other test (or earlier run) uses.
+pub fn unique(prefix: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    format!("{prefix}-{}-{t}-{n}", std::process::id())
+}
+
+pub fn create_topic(name: &str, partitions: i32) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .unwrap();
+    let topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let res =
+        futures::executor::block_on(admin.create_topics([&topic], &AdminOptions::new())).unwrap();
+    for r in res {
+        r.unwrap_or_else(|(t, e)| panic!("create topic {t}: {e}"));
+    }
+}
+
+pub fn producer() -> FutureProducer {
+    ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("linger.ms", "0")
+        .create()
+        .unwrap()
+}
+
+/// Produces one record and waits for it; returns (partition, offset).
+pub fn produce(
+    p: &FutureProducer,
+    topic: &str,
+    key: Option<&str>,
+    value: Option<&str>,
+    timestamp: i64,
+) -> (i32, i64) {
+    let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).timestamp(timestamp);
+    if let Some(k) = key {
+        r = r.key(k);
+    }
+    if let Some(v) = value {
+        r = r.payload(v);
+    }
+    let d = futures::executor::block_on(p.send(r, Duration::from_secs(10)))
+        .unwrap_or_else(|(e, _)| panic!("produce to {topic} at timestamp {timestamp}: {e}"));
+    (d.partition, d.offset)
+}
+
+/// Produces many records at once, then waits for all of them: `(topic, key, value, timestamp)`.
+pub fn produce_many(p: &FutureProducer, records: &[(String, Option<String>, Option<String>, i64)]) {
+    let futures: Vec<_> = records
+        .iter()
+        .map(|(topic, key, value, ts)| {
+            let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).timestamp(*ts);
+            if let Some(k) = key {
+                r = r.key(k);
+            }
+            if let Some(v) = value {
+                r = r.payload(v);
+            }
+            p.send(r, Duration::from_secs(60))
+        })
+        .collect();
+    for f in futures::executor::block_on(futures::future::join_all(futures)) {
+        f.unwrap_or_else(|(e, _)| panic!("produce: {e}"));
+    }
+}
+
+/// A record read back from a topic.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub partition: i32,
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: HashMap<String, String>,
+}
+
+impl Record {
+    pub fn key_json(&self) -> serde_json::Value {
+        self.key.as_ref().map_or(serde_json::Value::Null, |k| {
+            serde_json::from_slice(k).unwrap()
+        })
+    }
+
+    pub fn value_json(&self) -> serde_json::Value {
+        self.value.as_ref().map_or(serde_json::Value::Null, |v| {
+            serde_json::from_slice(v).unwrap()
+        })
+    }
+}
+
+pub fn partition_count(topic: &str) -> i32 {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .unwrap();
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    md.topics()[0].partitions().len() as i32
+}
+
+/// Reads every partition of `topic` from the beginning until `count` records arrived or
+/// `timeout` passed (read_committed).
+pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("group.id", unique("reader"))
+        .set("enable.auto.commit", "false")
+        .set("isolation.level", "read_committed")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partition_count(topic) {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    let deadline = Instant::now() + timeout;
+    let mut out = Vec::new();
+    while out.len() < count && Instant::now() < deadline {
+        if let Some(m) = c.poll(Duration::from_millis(200)) {
+            let m = m.unwrap();
+            let headers = m
+                .headers()
+                .map(|h| {
+                    h.iter()
+                        .map(|hd| {
+                            (
+                                hd.key.to_owned(),
+                                String::from_utf8_lossy(hd.value.unwrap_or_default()).into_owned(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(Record {
+                partition: m.partition(),
+                offset: m.offset(),
+                timestamp: m.timestamp().to_millis().unwrap_or(0),
+                key: m.key().map(<[u8]>::to_vec),
+                value: m.payload().map(<[u8]>::to_vec),
+                headers,
+            });
+        }
+    }
+    out
+}
+
+/// The offsets `group` committed on `topic`, per partition (-1 when none).
+pub fn committed(group: &str, topic: &str) -> Vec<i64> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .set("group.id", group)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partition_count(topic) {
+        tpl.add_partition(topic, p);
+    }
+    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    got.elements()
+        .iter()
+        .map(|e| match e.offset() {
+            Offset::Offset(o) => o,
+            _ => -1,
+        })
+        .collect()
+}
+
+/// The end offset of each partition of `topic`.
+pub fn high_watermarks(topic: &str) -> Vec<i64> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap())
+        .create()
+        .unwrap();
+    (0..partition_count(topic))
+        .map(|p| {
+            c.fetch_watermarks(topic, p, Duration::from_secs(10))
+                .unwrap()
+                .1
+        })
+        .collect()
+}
+
+/// A `sidejoin` child process with its stderr captured in a file.
+pub struct Sidejoin {
+    child: Child,
+    log: PathBuf,
+    http: Option<String>,
+}
+
+impl Sidejoin {
+    /// Starts `sidejoin <subcommand>` with exactly `env` (plus PATH and an HTTP port of 0).
+    pub fn start(subcommand: &str, env: &[(String, String)]) -> Sidejoin {
+        let log = std::env::temp_dir().join(format!("{}.log", unique("sidejoin-test")));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
+            .arg(subcommand)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env(
+                "RUST_LOG",
+                std::env::var("SIDEJOIN_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .env("SIDEJOIN_HTTP_ADDR", "127.0.0.1:0")
+            .envs(env.iter().cloned())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Sidejoin {
+            child,
+            log,
+            http: None,
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The HTTP address it logged (`http listening on …`).
+    pub fn http(&mut self) -> String {
+        if let Some(a) = &self.http {
+            return a.clone();
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let logs = self.logs();
+            if let Some(rest) = logs.split("http listening on ").nth(1) {
+                let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+                self.http = Some(addr.clone());
+                return addr;
+            }
+            assert!(Instant::now() < deadline, "no http address logged:\n{logs}");
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("sidejoin exited ({status}) before serving HTTP:\n{logs}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `GET path` on its HTTP address: (status, body).
+    pub fn get(&mut self, path: &str) -> (u16, String) {
+        let addr = self.http();
+        let mut s = TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).unwrap();
+        let status = resp
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = resp.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
+        (status, body)
+    }
+
+    /// The sum of a metric's samples whose labels contain `labels` (e.g. `side="left"`).
+    pub fn metric(&mut self, name: &str, labels: &str) -> f64 {
+        let (_, body) = self.get("/metrics");
+        body.lines()
+            .filter(|l| {
+                l.starts_with(name)
+                    && (l[name.len()..].starts_with('{') || l[name.len()..].starts_with(' '))
+            })
+            .filter(|l| l.contains(labels))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    pub fn records_in(&mut self) -> u64 {
+        self.metric("sidejoin_records_in_total", "") as u64
+    }
+
+    /// Waits until `records_in` reaches `n`.
+    pub fn wait_records_in(&mut self, n: u64, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let got = self.records_in();
+            if got >= n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "records_in stuck at {got} < {n}:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn wait_ready(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.get("/readyz").0 != 200 {
+            assert!(Instant::now() < deadline, "not ready:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit; returns its exit code.
+    pub fn wait(&mut self, timeout: Duration) -> i32 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sidejoin did not exit:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Sidejoin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// The variables for a join from `left` and `right` to `output` as group `app`.
+pub fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String, String)> {
+    [
+        ("SIDEJOIN_BOOTSTRAP_SERVERS", bootstrap()),
+        ("SIDEJOIN_APPLICATION_ID", app.to_owned()),
+        ("SIDEJOIN_LEFT_TOPIC", left.to_owned()),
+        ("SIDEJOIN_RIGHT_TOPIC", right.to_owned()),
+        ("SIDEJOIN_OUTPUT_TOPIC", output.to_owned()),
+        ("SIDEJOIN_COMMIT_INTERVAL", "50ms".to_owned()),
+        ("SIDEJOIN_SHUTDOWN_TIMEOUT", "20s".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// Adds `NAME=value` pairs (from a fixture env file) to `env`.
+pub fn with(mut env: Vec<(String, String)>, extra: &[(String, String)]) -> Vec<(String, String)> {
+    env.extend(extra.iter().cloned());
+    env
+}

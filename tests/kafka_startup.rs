@@ -1,0 +1,224 @@
+//! Startup on the real broker (SPEC §6–9): missing topics and mismatched partition counts are
+//! named errors, an unreachable broker is retried (not ready) until it appears, owned Kafka
+//! properties are refused, secrets never reach the logs, and `check` prints the plan.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::kafka::{self, Sidejoin};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn join_env(app: &str, left: &str, right: &str, out: &str) -> Vec<(String, String)> {
+    let mut e = kafka::base_env(app, left, right, out);
+    e.push(("SIDEJOIN_LEFT_KEY".into(), "id".into()));
+    e.push(("SIDEJOIN_RIGHT_KEY".into(), "id".into()));
+    e
+}
+
+#[test]
+fn missing_topic_is_a_named_error() {
+    let (left, right) = (kafka::unique("miss-l"), kafka::unique("miss-r"));
+    kafka::create_topic(&left, 1);
+    kafka::create_topic(&right, 1);
+    let out = kafka::unique("never-created");
+    let mut sj = Sidejoin::start(
+        "run",
+        &join_env(&kafka::unique("miss"), &left, &right, &out),
+    );
+    assert_eq!(sj.wait(WAIT), 1);
+    let logs = sj.logs();
+    assert!(
+        logs.contains(&format!(
+            "SIDEJOIN_OUTPUT_TOPIC: topic `{out}` does not exist"
+        )),
+        "{logs}"
+    );
+}
+
+#[test]
+fn partition_count_mismatch_names_both_topics() {
+    let (left, right, out) = (
+        kafka::unique("mm-l"),
+        kafka::unique("mm-r"),
+        kafka::unique("mm-o"),
+    );
+    kafka::create_topic(&left, 3);
+    kafka::create_topic(&right, 2);
+    kafka::create_topic(&out, 1);
+    let mut sj = Sidejoin::start("run", &join_env(&kafka::unique("mm"), &left, &right, &out));
+    assert_eq!(sj.wait(WAIT), 1);
+    let logs = sj.logs();
+    assert!(
+        logs.contains(&format!(
+            "left topic `{left}` has 3 partitions but right topic `{right}` has 2"
+        )),
+        "{logs}"
+    );
+}
+
+#[test]
+fn owned_kafka_property_is_refused() {
+    let mut env = join_env("x", "a", "b", "c");
+    env.push((
+        "SIDEJOIN_KAFKA_ISOLATION_LEVEL".into(),
+        "read_uncommitted".into(),
+    ));
+    let mut sj = Sidejoin::start("run", &env);
+    assert_eq!(sj.wait(WAIT), 2);
+    assert!(
+        sj.logs()
+            .contains("`isolation.level` is set by sidejoin itself"),
+        "{}",
+        sj.logs()
+    );
+}
+
+#[test]
+fn secrets_never_reach_the_logs() {
+    let (left, right, out) = (
+        kafka::unique("sec-l"),
+        kafka::unique("sec-r"),
+        kafka::unique("sec-o"),
+    );
+    for t in [&left, &right, &out] {
+        kafka::create_topic(t, 1);
+    }
+    let secret = "s3cr3t-Pa55word-never-logged";
+    let mut env = join_env(&kafka::unique("sec"), &left, &right, &out);
+    env.push(("SIDEJOIN_KAFKA_SASL_USERNAME".into(), "someone".into()));
+    env.push(("SIDEJOIN_KAFKA_SASL_PASSWORD".into(), secret.into()));
+    env.push((
+        "SIDEJOIN_KAFKA_DEBUG".into(),
+        "conf,security,generic".into(),
+    ));
+    env.push(("RUST_LOG".into(), "debug".into()));
+    let mut sj = Sidejoin::start("run", &env);
+    sj.wait_ready(WAIT);
+    kafka::produce(
+        &kafka::producer(),
+        &left,
+        None,
+        Some("{\"id\":1}"),
+        kafka::now_ms(),
+    );
+    sj.wait_records_in(1, WAIT);
+    sj.signal("TERM");
+    assert_eq!(sj.wait(WAIT), 0);
+    let logs = sj.logs();
+    assert!(
+        logs.contains("DEBUG"),
+        "debug logging was on:\n{}",
+        &logs[..logs.len().min(2000)]
+    );
+    assert!(
+        logs.contains("sasl.password"),
+        "the property is named (passthrough list)"
+    );
+    assert!(
+        !logs.contains(secret),
+        "the SASL password appeared in the logs"
+    );
+}
+
+fn kafka_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka.sh")
+}
+
+fn script(args: &[&str]) -> String {
+    let out = Command::new(kafka_script()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "kafka.sh {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A second broker of this test's own, stopped again when dropped.
+struct OwnBroker(std::path::PathBuf);
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        let _ = Command::new(kafka_script())
+            .arg("stop")
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn unreachable_broker_is_retried_until_it_appears() {
+    let dir = std::env::temp_dir().join(kafka::unique("own-broker"));
+    let guard = OwnBroker(dir.clone());
+    let d = dir.to_str().unwrap();
+    let bootstrap = script(&["start", d]).trim().to_owned();
+    for t in ["ul", "ur", "uo"] {
+        script(&["topic", d, t, "1"]);
+    }
+    script(&["stop", d]);
+    let mut env = join_env(&kafka::unique("unreach"), "ul", "ur", "uo");
+    env.retain(|(k, _)| k != "SIDEJOIN_BOOTSTRAP_SERVERS");
+    env.push(("SIDEJOIN_BOOTSTRAP_SERVERS".into(), bootstrap.clone()));
+    let mut sj = Sidejoin::start("run", &env);
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        assert_eq!(sj.get("/readyz").0, 503, "ready without a broker");
+        assert_eq!(sj.get("/healthz").0, 200);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(sj.logs().contains("is unreachable"), "{}", sj.logs());
+    let again = script(&["start", d]).trim().to_owned();
+    assert_eq!(again, bootstrap, "the broker came back on its old address");
+    sj.wait_ready(WAIT);
+    sj.signal("TERM");
+    assert_eq!(sj.wait(WAIT), 0);
+    drop(guard);
+}
+
+#[test]
+fn check_prints_the_plan_and_the_topics() {
+    let (left, right, out) = (
+        kafka::unique("chk-l"),
+        kafka::unique("chk-r"),
+        kafka::unique("chk-o"),
+    );
+    for t in [&left, &right] {
+        kafka::create_topic(t, 2);
+    }
+    kafka::create_topic(&out, 1);
+    let mut env = join_env("chk", &left, &right, &out);
+    env.push(("SIDEJOIN_JOIN_TYPE".into(), "left".into()));
+    env.push(("SIDEJOIN_LEFT_PRIMARY_KEY".into(), "id".into()));
+    env.push(("SIDEJOIN_OUTPUT_MODE".into(), "upsert".into()));
+    let out_cmd = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
+        .arg("check")
+        .env_clear()
+        .envs(env)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out_cmd.stdout);
+    assert!(
+        out_cmd.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out_cmd.stderr)
+    );
+    for needle in [
+        "join: left regular join",
+        "left: topic",
+        "table: latest row per primary key (id)",
+        "right: topic",
+        "multiset of rows",
+        "output: topic",
+        "upsert (value or tombstone per key), key (id)",
+        "output key provably unique: no (the right side has no primary key",
+        "output insert-only: no (SIDEJOIN_LEFT_PRIMARY_KEY=id",
+        "topics: left 2 partitions, right 2 partitions (co-partitioned), output 1 partitions",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+}
