@@ -3,4 +3,4 @@
 # local broker that this script starts (scripts/kafka.sh) and always stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec scripts/kafka.sh with-broker -- cargo test --release "$@"
+exec scripts/kafka.sh with-broker -- cargo test --release --no-fail-fast "$@"

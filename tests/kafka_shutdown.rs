@@ -61,7 +61,14 @@ fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(first.get("/metrics").1.contains("sidejoin_consumer_lag{"));
+    // librdkafka reports consumer lag every second.
+    while !first.get("/metrics").1.contains("sidejoin_consumer_lag{") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no consumer lag metric"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // Freeze it, add records it has not seen, and signal it while they wait: lag > 0.
     first.signal("STOP");
     kafka::produce_many(&producer, &make(20_000, 40_000));
