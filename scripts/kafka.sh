@@ -8,7 +8,7 @@
 #
 # USAGE
 #   scripts/kafka.sh fetch
-#       Download the jars into $SIDEJOIN_KAFKA_HOME/<version>/libs (default
+#       Download the jars into $LOCAL_KAFKA_HOME/<version>/libs (default
 #       $HOME/.cache/sidejoin-kafka/4.1.1/libs). Idempotent: a marker file is
 #       written only after a complete download, so an interrupted one is retried.
 #       The generated pom.xml lives next to libs/, never in the repo.
@@ -18,7 +18,7 @@
 #       (created if missing), format the storage, start the broker in the
 #       background (its own session; pid in DIR/kafka.pid, stdout/stderr in
 #       DIR/kafka.log, log4j output in DIR/logs/server.log), wait until it
-#       answers metadata requests (timeout $SIDEJOIN_KAFKA_START_TIMEOUT, 90 s),
+#       answers metadata requests (timeout $LOCAL_KAFKA_START_TIMEOUT, 90 s),
 #       write "127.0.0.1:PORT" to DIR/bootstrap and print it on stdout.
 #       Extra key=value arguments are appended to server.properties (they win).
 #       Starting again in a DIR whose broker was stopped keeps its data and,
@@ -50,12 +50,12 @@
 #       TIMEOUT_MS (default 10000) without a new record; exits 0 even if fewer
 #       records came (count the lines). Records of different partitions are
 #       interleaved in no fixed order. Isolation level read_committed (override
-#       with SIDEJOIN_KAFKA_ISOLATION=read_uncommitted). Group: a fresh random
+#       with LOCAL_KAFKA_ISOLATION=read_uncommitted). Group: a fresh random
 #       console-consumer-NNNN group each time.
 #
 #   scripts/kafka.sh with-broker -- CMD [ARGS...]
 #       Start a broker in a fresh temp dir, export
-#       SIDEJOIN_TEST_BOOTSTRAP=127.0.0.1:PORT and SIDEJOIN_TEST_KAFKA_DIR=<dir>,
+#       TEST_KAFKA_BOOTSTRAP=127.0.0.1:PORT and TEST_KAFKA_DIR=<dir>,
 #       run CMD in the foreground, then always stop the broker and delete the
 #       dir (EXIT/INT/TERM trap) and exit with CMD's exit code. (Ctrl-C reaches
 #       CMD and this script alike; a TERM sent to this script alone is acted on
@@ -63,17 +63,17 @@
 #       e.g. scripts/kafka.sh with-broker -- cargo test --test integration
 #
 # ENVIRONMENT
-#   SIDEJOIN_KAFKA_HOME           jar cache root (default $HOME/.cache/sidejoin-kafka)
-#   SIDEJOIN_KAFKA_VERSION        Kafka version (default 4.1.1; 4.x only)
-#   SIDEJOIN_KAFKA_HEAP_OPTS      broker heap flags (default "-Xms256m -Xmx768m")
-#   SIDEJOIN_KAFKA_JVM_OPTS       other broker JVM flags (default "-XX:+UseG1GC
+#   LOCAL_KAFKA_HOME           jar cache root (default $HOME/.cache/sidejoin-kafka)
+#   LOCAL_KAFKA_VERSION        Kafka version (default 4.1.1; 4.x only)
+#   LOCAL_KAFKA_HEAP_OPTS      broker heap flags (default "-Xms256m -Xmx768m")
+#   LOCAL_KAFKA_JVM_OPTS       other broker JVM flags (default "-XX:+UseG1GC
 #                                 -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1";
 #                                 C1-only JIT halves startup CPU; for benchmarks
 #                                 against this broker drop TieredStopAtLevel)
-#   SIDEJOIN_KAFKA_CDS            1 (default): record/use AppCDS archives under
+#   LOCAL_KAFKA_CDS            1 (default): record/use AppCDS archives under
 #                                 <version>/cds so JVMs start ~2x faster; 0: off
-#   SIDEJOIN_KAFKA_START_TIMEOUT  seconds to wait for readiness (default 90)
-#   SIDEJOIN_KAFKA_ISOLATION      consume isolation level (default read_committed)
+#   LOCAL_KAFKA_START_TIMEOUT  seconds to wait for readiness (default 90)
+#   LOCAL_KAFKA_ISOLATION      consume isolation level (default read_committed)
 #   JAVA_HOME                     JDK to use (else `java` on PATH)
 #
 # NOTES
@@ -91,14 +91,14 @@
 
 set -euo pipefail
 
-readonly KAFKA_VERSION="${SIDEJOIN_KAFKA_VERSION:-4.1.1}"
+readonly KAFKA_VERSION="${LOCAL_KAFKA_VERSION:-4.1.1}"
 readonly LOG4J_VERSION="2.24.3"            # what Kafka 4.1 itself ships with
 readonly DEPENDENCY_PLUGIN_VERSION="3.8.1" # org.apache.maven.plugins:maven-dependency-plugin
-readonly KAFKA_CACHE_ROOT="${SIDEJOIN_KAFKA_HOME:-${HOME:-/tmp}/.cache/sidejoin-kafka}"
+readonly KAFKA_CACHE_ROOT="${LOCAL_KAFKA_HOME:-${HOME:-/tmp}/.cache/sidejoin-kafka}"
 readonly VERSION_DIR="${KAFKA_CACHE_ROOT}/${KAFKA_VERSION}"
 readonly LIBS_DIR="${VERSION_DIR}/libs"
 readonly FETCH_MARKER="${VERSION_DIR}/.fetch-complete"
-readonly START_TIMEOUT="${SIDEJOIN_KAFKA_START_TIMEOUT:-90}"
+readonly START_TIMEOUT="${LOCAL_KAFKA_START_TIMEOUT:-90}"
 readonly STOP_TIMEOUT=20
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
@@ -240,7 +240,7 @@ cmd_fetch() {
 # the classes it loaded before. The first run of each main class records one
 # (-XX:ArchiveClassesAtExit, written when that JVM exits; the broker's when it
 # is stopped cleanly) under $VERSION_DIR/cds/<java>/; later runs map it. A stale
-# or unusable archive is ignored by the JVM. SIDEJOIN_KAFKA_CDS=0 turns it off.
+# or unusable archive is ignored by the JVM. LOCAL_KAFKA_CDS=0 turns it off.
 
 CDS_FLAGS=()
 CDS_PENDING=""
@@ -253,7 +253,7 @@ cds_flags() {
   CDS_FLAGS=(-Xlog:disable "-Xlog:all=warning,cds*=off:stderr")
   CDS_PENDING=""
   CDS_FINAL=""
-  [[ "${SIDEJOIN_KAFKA_CDS:-1}" == 1 ]] || return 0
+  [[ "${LOCAL_KAFKA_CDS:-1}" == 1 ]] || return 0
   local java_path java_id cds_dir
   java_path="$(command -v "$JAVA")" || return 0
   java_path="$(readlink -f "$java_path")" || return 0
@@ -547,8 +547,8 @@ print_failure_logs() {
 # into java) so it is right whether or not setsid had to fork.
 launch_broker() {
   local dir="$1" heap_opts=() jvm_opts=()
-  read -r -a heap_opts <<<"${SIDEJOIN_KAFKA_HEAP_OPTS:--Xms256m -Xmx768m}"
-  read -r -a jvm_opts <<<"${SIDEJOIN_KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1}"
+  read -r -a heap_opts <<<"${LOCAL_KAFKA_HEAP_OPTS:--Xms256m -Xmx768m}"
+  read -r -a jvm_opts <<<"${LOCAL_KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:TieredStopAtLevel=1}"
   rm -f "${dir}/kafka.pid" "${dir}/cds.pending"
   cds_flags kafka.Kafka
   if [[ -n "$CDS_PENDING" ]]; then
@@ -805,7 +805,7 @@ cmd_consume() {
   run_tool "$dir" org.apache.kafka.tools.consumer.ConsoleConsumer \
     --bootstrap-server "$bootstrap" --topic "$topic" \
     --from-beginning --max-messages "$max" --timeout-ms "$timeout_ms" \
-    --isolation-level "${SIDEJOIN_KAFKA_ISOLATION:-read_committed}" \
+    --isolation-level "${LOCAL_KAFKA_ISOLATION:-read_committed}" \
     "$fp" print.key=true \
     "$fp" "key.separator=$(printf '\t')" \
     "$cp" enable.auto.commit=false \
@@ -825,8 +825,8 @@ cmd_with_broker() {
   trap 'exit 143' TERM
   local bootstrap
   bootstrap="$("$SELF" start "$tmp")" || exit 1
-  export SIDEJOIN_TEST_BOOTSTRAP="$bootstrap"
-  export SIDEJOIN_TEST_KAFKA_DIR="$tmp"
+  export TEST_KAFKA_BOOTSTRAP="$bootstrap"
+  export TEST_KAFKA_DIR="$tmp"
   log "broker ${bootstrap} up (dir ${tmp}); running: $*"
   local rc=0
   "$@" || rc=$?

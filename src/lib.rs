@@ -15,3 +15,4 @@ pub mod replay;
 pub mod runtime;
 pub mod sink;
 pub mod stats;
+pub mod store;

@@ -16,6 +16,7 @@ use sidejoin::engine::MemoryState;
 use sidejoin::metrics::Metrics;
 use sidejoin::replay::{self, ReplayOptions};
 use sidejoin::runtime::{self, JoinProcessor, PassthroughProcessor, Processor};
+use sidejoin::store::{RocksState, StoreOptions};
 
 /// mimalloc: the join allocates many small, short-lived objects (rows, keys, output values), where
 /// it is markedly cheaper than glibc malloc.
@@ -169,7 +170,18 @@ fn run_kafka(passthrough: bool) -> ExitCode {
     let processor: Box<dyn Processor> = if passthrough {
         Box::new(PassthroughProcessor::default())
     } else {
-        Box::new(JoinProcessor::new(&config))
+        let options = StoreOptions {
+            block_cache_mb: config.process.state_block_cache_mb,
+            write_buffer_mb: config.process.state_write_buffer_mb,
+        };
+        match RocksState::open(&config.process.state_dir, &options) {
+            Ok(state) => Box::new(JoinProcessor::new(&config, state)),
+            Err(e) => {
+                tracing::error!("{e}");
+                eprintln!("sidejoin: SIDEJOIN_STATE_DIR: {e}");
+                return ExitCode::from(1);
+            }
+        }
     };
     let token = CancellationToken::new();
     runtime.spawn(signals(token.clone()));

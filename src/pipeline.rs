@@ -80,6 +80,53 @@ impl<S: JoinState> Pipeline<S> {
         self.engine.set_partitions(partitions, processing_time);
     }
 
+    /// Makes the state durable together with `offsets` (`(topic, partition)` → next offset), in
+    /// one atomic write for durable stores.
+    pub fn checkpoint(
+        &mut self,
+        offsets: &std::collections::BTreeMap<(String, i32), i64>,
+    ) -> Result<(), crate::engine::state::StateError> {
+        let mut group = Vec::new();
+        for ((topic, partition), offset) in offsets {
+            crate::engine::layout::meta_group(&mut group, (*partition).max(0) as u32);
+            self.state.put(
+                &group,
+                &crate::engine::layout::offset_item(topic),
+                crate::engine::state::StateValue::Bytes(offset.to_be_bytes().to_vec()),
+            );
+        }
+        self.engine.checkpoint(&mut self.state);
+        self.state.flush()
+    }
+
+    /// The next offset of `topic`/`partition` already reflected in the state, if recorded.
+    pub fn persisted_offset(&mut self, topic: &str, partition: u32) -> Option<i64> {
+        let mut group = Vec::new();
+        crate::engine::layout::meta_group(&mut group, partition);
+        self.state
+            .get(&group, &crate::engine::layout::offset_item(topic))
+            .and_then(|v| {
+                v.as_bytes()
+                    .and_then(|b| b.try_into().ok())
+                    .map(i64::from_be_bytes)
+            })
+    }
+
+    /// Loads what the state holds about `partition` (row counts, watermarks) after an assignment.
+    pub fn restore_partition(&mut self, partition: u32, processing_time: i64) {
+        self.engine
+            .restore_partition(&mut self.state, partition, processing_time);
+    }
+
+    /// Deletes `partition`'s state for good (stale: another instance moved past it).
+    pub fn delete_partition(
+        &mut self,
+        partition: u32,
+    ) -> Result<(), crate::engine::state::StateError> {
+        self.engine.release_partition(&mut self.state, partition);
+        self.state.delete_partition(partition)
+    }
+
     /// Forgets a revoked partition's state.
     pub fn release_partition(&mut self, partition: u32) {
         self.engine.release_partition(&mut self.state, partition);

@@ -78,6 +78,25 @@ fn owned_kafka_property_is_refused() {
 }
 
 #[test]
+fn a_refused_passthrough_property_is_fatal_and_its_value_is_not_shown() {
+    let mut env = join_env("x", "a", "b", "c");
+    env.push((
+        "SIDEJOIN_KAFKA_NOT_A_PROPERTY".into(),
+        "hidden-value-42".into(),
+    ));
+    let mut sj = Sidejoin::start("run", &env);
+    assert_eq!(sj.wait(WAIT), 1);
+    let logs = sj.logs();
+    assert!(
+        logs.contains(
+            "SIDEJOIN_KAFKA_NOT_A_PROPERTY: librdkafka refused property `not.a.property`"
+        ),
+        "{logs}"
+    );
+    assert!(!logs.contains("hidden-value-42"), "{logs}");
+}
+
+#[test]
 fn secrets_never_reach_the_logs() {
     let (left, right, out) = (
         kafka::unique("sec-l"),

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use crate::changelog::Side;
 use error::Problems;
 use raw::RawConfig;
-use values::{parse_bool, parse_columns, parse_duration_ms, parse_enum};
+use values::{parse_bool, parse_columns, parse_duration_ms, parse_enum, parse_positive};
 
 /// What the configuration is for; `run` needs Kafka settings that replay does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,6 +259,14 @@ pub fn load(
             .clone()
             .unwrap_or_else(|| "./sidejoin-state".to_owned())
             .into(),
+        state_block_cache_mb: opt(&mut p, &raw.state_block_cache_mb, |v| {
+            parse_positive("SIDEJOIN_STATE_BLOCK_CACHE_MB", v)
+        })
+        .unwrap_or(256),
+        state_write_buffer_mb: opt(&mut p, &raw.state_write_buffer_mb, |v| {
+            parse_positive("SIDEJOIN_STATE_WRITE_BUFFER_MB", v)
+        })
+        .unwrap_or(64),
         log_format: opt(&mut p, &raw.log_format, |v| {
             parse_enum(
                 "SIDEJOIN_LOG_FORMAT",

@@ -252,6 +252,10 @@ pub struct KafkaSpec {
 pub struct ProcessSpec {
     pub http_addr: SocketAddr,
     pub state_dir: PathBuf,
+    /// RocksDB block cache (data, index and filter blocks), MiB.
+    pub state_block_cache_mb: usize,
+    /// RocksDB memtable size, MiB (up to three are kept).
+    pub state_write_buffer_mb: usize,
     pub log_format: LogFormat,
     pub shutdown_timeout_ms: i64,
     pub on_error: OnError,

@@ -47,6 +47,16 @@ pub fn parse_duration_ms(var: &str, value: &str, signed: bool) -> Result<i64, Co
     Ok(if negative { -ms } else { ms })
 }
 
+/// A positive whole number.
+pub fn parse_positive(var: &str, value: &str) -> Result<usize, ConfigError> {
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| ConfigError::new(var, Some(value), "expected a positive whole number"))
+}
+
 /// One of `choices` (case-insensitive).
 pub fn parse_enum<T: Copy>(
     var: &str,

@@ -9,6 +9,8 @@
 //! is still emitted. The pending max-wait deadlines live in memory only.
 
 use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::changelog::{Event, Input, JoinedChange, Kind, Row, Side};
@@ -46,7 +48,8 @@ pub struct IntervalJoin {
     plan: JoinPlan,
     spec: IntervalSpec,
     marks: Watermarks,
-    seq: Option<u64>,
+    /// The last arrival sequence number per partition (mirrored in that partition's state).
+    seq: FxHashMap<u32, u64>,
     waiting: VecDeque<Waiting>,
     pub stats: Stats,
 }
@@ -66,7 +69,7 @@ impl IntervalJoin {
             plan: JoinPlan::new(spec),
             marks: Watermarks::new(interval.watermark_delay_ms, interval.idle_timeout_ms),
             spec: interval,
-            seq: None,
+            seq: FxHashMap::default(),
             waiting: VecDeque::new(),
             stats: Stats::default(),
         }
@@ -98,27 +101,64 @@ impl IntervalJoin {
         i128::from(w) > bound + i128::from(self.spec.allowed_lateness_ms)
     }
 
-    fn next_seq<S: JoinState + ?Sized>(&mut self, state: &mut S) -> u64 {
+    fn next_seq<S: JoinState + ?Sized>(&mut self, state: &mut S, partition: u32) -> u64 {
         let mut group = Vec::new();
-        layout::meta_group(&mut group, 0);
-        let next = match self.seq {
-            Some(s) => s + 1,
-            None => state
+        layout::meta_group(&mut group, partition);
+        let last = *self.seq.entry(partition).or_insert_with(|| {
+            state
                 .get(&group, layout::INTERVAL_SEQ)
                 .and_then(|v| {
                     v.as_bytes()
                         .and_then(|b| b.try_into().ok())
                         .map(u64::from_be_bytes)
                 })
-                .map_or(1, |s| s + 1),
-        };
-        self.seq = Some(next);
+                .unwrap_or(0)
+        });
+        let next = last + 1;
+        self.seq.insert(partition, next);
         state.put(
             &group,
             layout::INTERVAL_SEQ,
             StateValue::Bytes(next.to_be_bytes().to_vec()),
         );
         next
+    }
+
+    /// Writes what restarting needs beyond the rows: each partition's largest times seen.
+    pub fn checkpoint<S: JoinState + ?Sized>(&self, state: &mut S) {
+        let mut group = Vec::new();
+        for ((side, partition), time) in self.marks.max_times() {
+            layout::meta_group(&mut group, partition);
+            state.put(
+                &group,
+                layout::max_time_item(side),
+                StateValue::Bytes(time.to_be_bytes().to_vec()),
+            );
+        }
+    }
+
+    /// Reads back a partition's largest times seen (after a restart or a move).
+    pub fn restore_partition<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: u32,
+        now: i64,
+    ) {
+        let mut group = Vec::new();
+        layout::meta_group(&mut group, partition);
+        for side in Side::BOTH {
+            let time = state
+                .get(&group, layout::max_time_item(side))
+                .and_then(|v| {
+                    v.as_bytes()
+                        .and_then(|b| b.try_into().ok())
+                        .map(i64::from_be_bytes)
+                });
+            if let Some(t) = time {
+                self.marks.observe(side, partition, Some(t), now);
+            }
+        }
+        self.seq.remove(&partition);
     }
 
     /// Processes one record: joins its row with the other side's cached rows, caches it unless
@@ -174,7 +214,7 @@ impl IntervalJoin {
             }
             return;
         }
-        let item = layout::interval_item(t, self.next_seq(state));
+        let item = layout::interval_item(t, self.next_seq(state, partition));
         let mut group = Vec::new();
         layout::interval_rows_group(&mut group, partition, side, &join_key);
         state.put(

@@ -30,6 +30,23 @@ pub const INTERVAL_TIME: u8 = 6;
 /// Meta item (partition 0) holding the interval join's last arrival sequence number.
 pub const INTERVAL_SEQ: &[u8] = b"interval_seq";
 
+/// Meta item holding a partition's row counts (left, right), for the `state_rows` gauge.
+pub const ROW_COUNTS: &[u8] = b"row_counts";
+
+/// Meta item holding the largest row time seen on a side of the partition (interval join).
+pub fn max_time_item(side: Side) -> &'static [u8] {
+    match side {
+        Side::Left => b"max_time/left",
+        Side::Right => b"max_time/right",
+    }
+}
+
+/// Meta item holding the next input offset of `topic` already reflected in the partition's
+/// state (written with the state, atomically, by durable stores).
+pub fn offset_item(topic: &str) -> Vec<u8> {
+    [b"offset/".as_slice(), topic.as_bytes()].concat()
+}
+
 /// Meta item holding a partition's stream time (SPEC §3.5).
 pub const STREAM_TIME: &[u8] = b"stream_time";
 

@@ -25,6 +25,7 @@ use crate::stats::Stats;
 use interval::IntervalJoin;
 use plan::JoinPlan;
 use regular::RegularJoin;
+use state::StateValue;
 
 pub use memory::MemoryState;
 pub use state::JoinState;
@@ -79,6 +80,48 @@ impl Engine {
         self.stats_mut().release_partition(partition);
         if let Engine::Regular(j) = self {
             j.forget_partition(partition);
+        }
+    }
+
+    /// Writes what a restart needs besides the rows (row counts, interval watermarks) into
+    /// `state`; the caller then flushes it with the input offsets.
+    pub fn checkpoint<S: JoinState + ?Sized>(&mut self, state: &mut S) {
+        let mut group = Vec::new();
+        for (partition, rows) in &self.stats().state_rows_by_partition {
+            layout::meta_group(&mut group, *partition);
+            let bytes = [rows[0].to_be_bytes(), rows[1].to_be_bytes()].concat();
+            state.put(&group, layout::ROW_COUNTS, StateValue::Bytes(bytes));
+        }
+        if let Engine::Interval(j) = self {
+            j.checkpoint(state);
+        }
+    }
+
+    /// Reads back what `checkpoint` wrote for `partition` (assigned after a restart or a move).
+    pub fn restore_partition<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: u32,
+        now: i64,
+    ) {
+        let mut group = Vec::new();
+        layout::meta_group(&mut group, partition);
+        let counts = state.get(&group, layout::ROW_COUNTS).and_then(|v| {
+            let b = v.as_bytes()?;
+            Some([
+                i64::from_be_bytes(b.get(..8)?.try_into().ok()?),
+                i64::from_be_bytes(b.get(8..16)?.try_into().ok()?),
+            ])
+        });
+        let stats = self.stats_mut();
+        stats.release_partition(partition);
+        if let Some([l, r]) = counts {
+            stats.rows(partition, Side::Left, l);
+            stats.rows(partition, Side::Right, r);
+        }
+        match self {
+            Engine::Interval(j) => j.restore_partition(state, partition, now),
+            Engine::Regular(j) => j.forget_partition(partition),
         }
     }
 

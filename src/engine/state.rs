@@ -67,7 +67,13 @@ impl StateValue {
     }
 }
 
-/// Join state as a blind map. Reads take `&mut self` so a store may keep caches or overlays.
+/// A store that cannot persist what it was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StateError(pub String);
+
+/// Join state as a blind map. Groups handed to a store are prefix-free (no group is a proper
+/// prefix of another), and every group begins with the 4-byte input partition. Reads take `&mut self` so a store may keep caches or overlays.
 pub trait JoinState {
     /// The value stored under `(group, item)`.
     fn get(&mut self, group: &[u8], item: &[u8]) -> Option<StateValue>;
@@ -86,6 +92,17 @@ pub trait JoinState {
     /// Forgets every group of `partition` (its groups start with the partition's 4 bytes); the
     /// partition moved to another instance or will be restored afresh.
     fn release_partition(&mut self, partition: u32);
+
+    /// Deletes `partition`'s state for good, durable copies included (its local state is stale).
+    fn delete_partition(&mut self, partition: u32) -> Result<(), StateError> {
+        self.release_partition(partition);
+        Ok(())
+    }
+
+    /// Makes every write so far durable, atomically (a no-op for stores that keep nothing).
+    fn flush(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
 
     /// Like `scan`, starting at the first item not below `from`.
     fn scan_from(
@@ -116,5 +133,11 @@ impl<S: JoinState + ?Sized> JoinState for Box<S> {
     }
     fn release_partition(&mut self, partition: u32) {
         (**self).release_partition(partition)
+    }
+    fn flush(&mut self) -> Result<(), StateError> {
+        (**self).flush()
+    }
+    fn delete_partition(&mut self, partition: u32) -> Result<(), StateError> {
+        (**self).delete_partition(partition)
     }
 }

@@ -102,6 +102,14 @@ impl Watermarks {
         }
     }
 
+    /// The largest row time seen per side and partition, where there is one.
+    pub fn max_times(&self) -> Vec<((Side, u32), i64)> {
+        self.marks
+            .iter()
+            .filter_map(|(k, m)| m.max_time.map(|t| (*k, t)))
+            .collect()
+    }
+
     /// The end of a finite input: everything becomes final.
     pub fn finish(&mut self) {
         self.w = MAX;

@@ -17,7 +17,10 @@ use crate::config::Config;
 pub enum StartupError {
     #[error("{0}")]
     Topics(String),
-    #[error("Kafka: {0}")]
+    /// A passthrough property librdkafka does not accept (value redacted).
+    #[error("{0}")]
+    ClientConfig(String),
+    #[error("Kafka: {}", super::redact(.0))]
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("stopped while waiting for Kafka")]
     Cancelled,
@@ -51,6 +54,10 @@ pub fn wait_for_brokers(
     loop {
         match metadata(cfg) {
             Ok(m) if !m.brokers().is_empty() => return Ok(m),
+            // A refused property is not a connection problem: retrying cannot help.
+            Err(e @ rdkafka::error::KafkaError::ClientConfig(..)) => {
+                return Err(StartupError::ClientConfig(super::redact(&e)))
+            }
             Ok(_) => tracing::warn!(
                 "Kafka at {brokers} answered without brokers; retrying in {backoff:?}"
             ),

@@ -62,6 +62,25 @@ pub fn admin_config(cfg: &Config) -> ClientConfig {
     common(cfg, "admin")
 }
 
+/// A client error as text, with the offending property's value left out: the value may be a
+/// secret (a mistyped `sasl.password`, say).
+pub fn redact(e: &rdkafka::error::KafkaError) -> String {
+    match e {
+        rdkafka::error::KafkaError::ClientConfig(_, desc, key, value) => {
+            let desc = if value.is_empty() {
+                desc.clone()
+            } else {
+                desc.replace(value.as_str(), "***")
+            };
+            format!(
+                "SIDEJOIN_KAFKA_{}: librdkafka refused property `{key}`: {desc}",
+                key.to_ascii_uppercase().replace('.', "_")
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
 /// The passthrough property names (values are never shown: they may be secrets).
 pub fn describe_properties(cfg: &Config) -> String {
     let names: Vec<&str> = cfg

@@ -2,7 +2,6 @@
 //! and the input offsets to commit once every one of them is acknowledged.
 
 use std::collections::{BTreeMap, HashSet};
-use std::time::Instant;
 
 use futures::future::join_all;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
@@ -43,16 +42,10 @@ impl Batch {
         self.deliveries.len()
     }
 
-    /// Waits for every delivery, then commits the offsets of the partitions still `assigned`.
-    /// A failed delivery is fatal and commits nothing (the records will be consumed again).
-    pub fn settle<C: ConsumerContext>(
-        &mut self,
-        consumer: &BaseConsumer<C>,
-        assigned: &HashSet<(String, i32)>,
-        metrics: &Metrics,
-        mode: CommitMode,
-    ) -> Result<(), RunError> {
-        let started = Instant::now();
+    /// Waits for every delivery; returns the input offsets whose outputs are now all
+    /// acknowledged. A failed delivery is fatal and returns nothing to commit (the records will
+    /// be consumed again).
+    pub fn acknowledge(&mut self, metrics: &Metrics) -> Result<Offsets, RunError> {
         let (futures, causes): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.deliveries).into_iter().unzip();
         let results = futures::executor::block_on(join_all(futures));
@@ -64,19 +57,31 @@ impl Batch {
                 Err(_) => return Err(RunError::Delivery("the producer was dropped".into())),
             }
         }
-        let mut tpl = TopicPartitionList::new();
-        for ((topic, partition), offset) in std::mem::take(&mut self.offsets) {
-            if assigned.contains(&(topic.clone(), partition)) {
-                tpl.add_partition_offset(&topic, partition, Offset::Offset(offset))?;
-            }
-        }
-        if tpl.count() > 0 {
-            if let Err(e) = consumer.commit(&tpl, mode) {
-                // The records stay uncommitted and will be consumed again: at-least-once holds.
-                tracing::warn!("offset commit failed: {e}");
-            }
-        }
-        metrics.observe_commit(started.elapsed().as_secs_f64());
-        Ok(())
+        Ok(std::mem::take(&mut self.offsets))
     }
+}
+
+/// `(topic, partition)` → the next offset to consume there.
+pub type Offsets = BTreeMap<(String, i32), i64>;
+
+/// Commits `offsets` of the partitions still `assigned` to the consumer group. A failed commit
+/// only means those records may be consumed again (at-least-once holds).
+pub fn commit<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    offsets: &Offsets,
+    assigned: &HashSet<(String, i32)>,
+    mode: CommitMode,
+) -> Result<(), RunError> {
+    let mut tpl = TopicPartitionList::new();
+    for ((topic, partition), offset) in offsets {
+        if assigned.contains(&(topic.clone(), *partition)) {
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+        }
+    }
+    if tpl.count() > 0 {
+        if let Err(e) = consumer.commit(&tpl, mode) {
+            tracing::warn!("offset commit failed: {e}");
+        }
+    }
+    Ok(())
 }

@@ -23,7 +23,7 @@ pub use run_loop::now_ms;
 pub enum RunError {
     #[error(transparent)]
     Startup(#[from] StartupError),
-    #[error("Kafka: {0}")]
+    #[error("Kafka: {}", crate::kafka::redact(.0))]
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error(
         "cannot decode the {side} record at topic {topic} partition {partition} offset {offset}: {error} \
@@ -44,6 +44,8 @@ pub enum RunError {
     ShutdownTimeout(i64),
     #[error("cannot serve HTTP on SIDEJOIN_HTTP_ADDR: {0}")]
     Http(std::io::Error),
+    #[error("state: {0}")]
+    State(String),
     #[error("the processing thread panicked: {0}")]
     Panicked(String),
 }

@@ -6,12 +6,14 @@ use rdkafka::message::OwnedHeaders;
 
 use crate::changelog::Side;
 use crate::config::Config;
-use crate::engine::MemoryState;
+use crate::engine::JoinState;
 use crate::format::{self, DecodeError};
 use crate::metrics::Metrics;
 use crate::pipeline::{Origin, Pipeline};
 use crate::sink::OutChange;
 use crate::stats::Stats;
+
+use super::batch::Offsets;
 
 /// One consumed record, borrowed from the consumer.
 #[derive(Clone, Copy)]
@@ -55,19 +57,27 @@ pub trait Processor: Send {
     fn publish(&self, metrics: &Metrics);
     /// Input records handled so far.
     fn records_in(&self) -> u64;
+    /// Makes the state durable together with the input `offsets` whose outputs are all
+    /// acknowledged (a no-op without durable state).
+    fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), String>;
+    /// Loads a newly assigned partition's state; returns the next offset of each of `topics`
+    /// already reflected in it, where recorded.
+    fn restore(&mut self, partition: u32, topics: &[&str], now: i64) -> Vec<Option<i64>>;
+    /// Deletes a partition's local state, which is stale.
+    fn delete(&mut self, partition: u32) -> Result<(), String>;
 }
 
-/// The join.
-pub struct JoinProcessor {
+/// The join, over any state store.
+pub struct JoinProcessor<S: JoinState> {
     config: Config,
-    pipeline: Pipeline<MemoryState>,
+    pipeline: Pipeline<S>,
 }
 
-impl JoinProcessor {
-    pub fn new(config: &Config) -> Self {
+impl<S: JoinState> JoinProcessor<S> {
+    pub fn new(config: &Config, state: S) -> Self {
         JoinProcessor {
             config: config.clone(),
-            pipeline: Pipeline::new(config, MemoryState::new()),
+            pipeline: Pipeline::new(config, state),
         }
     }
 
@@ -85,7 +95,7 @@ impl JoinProcessor {
     }
 }
 
-impl Processor for JoinProcessor {
+impl<S: JoinState + Send> Processor for JoinProcessor<S> {
     fn process(
         &mut self,
         rec: &InRecord<'_>,
@@ -128,6 +138,24 @@ impl Processor for JoinProcessor {
 
     fn records_in(&self) -> u64 {
         self.pipeline.stats().records_in.iter().sum()
+    }
+
+    fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), String> {
+        self.pipeline.checkpoint(offsets).map_err(|e| e.to_string())
+    }
+
+    fn restore(&mut self, partition: u32, topics: &[&str], now: i64) -> Vec<Option<i64>> {
+        self.pipeline.restore_partition(partition, now);
+        topics
+            .iter()
+            .map(|t| self.pipeline.persisted_offset(t, partition))
+            .collect()
+    }
+
+    fn delete(&mut self, partition: u32) -> Result<(), String> {
+        self.pipeline
+            .delete_partition(partition)
+            .map_err(|e| e.to_string())
     }
 
     fn publish(&self, metrics: &Metrics) {
@@ -188,5 +216,17 @@ impl Processor for PassthroughProcessor {
 
     fn records_in(&self) -> u64 {
         self.stats.records_in.iter().sum()
+    }
+
+    fn checkpoint(&mut self, _offsets: &Offsets) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn restore(&mut self, _partition: u32, topics: &[&str], _now: i64) -> Vec<Option<i64>> {
+        vec![None; topics.len()]
+    }
+
+    fn delete(&mut self, _partition: u32) -> Result<(), String> {
+        Ok(())
     }
 }

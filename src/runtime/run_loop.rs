@@ -4,7 +4,7 @@
 //! events arrive from the consumer context over a channel. Undecodable records follow
 //! `SIDEJOIN_ON_ERROR`.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +26,7 @@ use crate::kafka::partitioner::partition_for;
 use crate::kafka::{self as k};
 use crate::metrics::Metrics;
 
-use super::batch::Batch;
+use super::batch::{self, Batch};
 use super::processor::{InRecord, OutputRecord, Processor};
 use super::RunError;
 
@@ -83,6 +83,9 @@ struct Loop<'a> {
     assigned: HashSet<(String, i32)>,
     /// Input partitions whose state this process holds.
     owned: BTreeSet<u32>,
+    /// `(topic, partition)` → the next offset the state already reflects: records below it were
+    /// applied before a restart and are skipped (the group's committed offset is advisory).
+    persisted: HashMap<(String, i32), i64>,
     batch: Batch,
     out: Vec<OutputRecord>,
     skipped_logged: u64,
@@ -172,6 +175,15 @@ impl Loop<'_> {
         } else {
             return Ok(());
         };
+        if self
+            .persisted
+            .get(&(msg.topic().to_owned(), msg.partition()))
+            .is_some_and(|next| msg.offset() < *next)
+        {
+            self.batch
+                .consumed(msg.topic(), msg.partition(), msg.offset());
+            return Ok(());
+        }
         let now = now_ms();
         let rec = InRecord {
             side,
@@ -222,12 +234,74 @@ impl Loop<'_> {
         Ok(())
     }
 
+    /// Loads the state of newly assigned partitions. Local state behind the group's committed
+    /// offset is stale (another instance moved on) and is deleted.
+    fn restore(
+        &mut self,
+        consumer: &BaseConsumer<JoinContext>,
+        partitions: &[u32],
+    ) -> Result<(), RunError> {
+        let started = Instant::now();
+        let topics = [self.left_topic().to_owned(), self.right_topic().to_owned()];
+        let names = [topics[0].as_str(), topics[1].as_str()];
+        for &p in partitions {
+            let persisted = self.processor.restore(p, &names, now_ms());
+            let mut tpl = rdkafka::TopicPartitionList::new();
+            for t in &names {
+                tpl.add_partition(t, p as i32);
+            }
+            let committed: Vec<Option<i64>> =
+                match consumer.committed_offsets(tpl, Duration::from_secs(10)) {
+                    Ok(list) => names
+                        .iter()
+                        .map(
+                            |t| match list.find_partition(t, p as i32).map(|e| e.offset()) {
+                                Some(rdkafka::Offset::Offset(o)) => Some(o),
+                                _ => None,
+                            },
+                        )
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!("cannot read committed offsets of partition {p}: {e}");
+                        vec![None, None]
+                    }
+                };
+            let stale = persisted
+                .iter()
+                .zip(&committed)
+                .any(|(mine, group)| matches!((mine, group), (Some(m), Some(g)) if g > m));
+            if stale {
+                tracing::warn!(
+                    "local state of partition {p} is behind the group's committed offsets ({persisted:?} < {committed:?}): deleting it and starting empty"
+                );
+                self.processor.delete(p).map_err(RunError::State)?;
+                self.processor.restore(p, &names, now_ms());
+                continue;
+            }
+            if persisted.iter().all(Option::is_none) && committed.iter().any(Option::is_some) {
+                tracing::warn!(
+                    "no local state for partition {p}: starting empty from the committed offsets"
+                );
+            }
+            for (t, next) in names.iter().zip(persisted) {
+                if let Some(next) = next {
+                    self.persisted.insert(((*t).to_owned(), p as i32), next);
+                }
+            }
+        }
+        self.metrics
+            .set_restore_seconds(started.elapsed().as_secs_f64());
+        Ok(())
+    }
+
     /// Applies rebalance events: state of partitions no longer assigned is released.
-    fn apply_assignments(&mut self) {
+    fn apply_assignments(&mut self, consumer: &BaseConsumer<JoinContext>) -> Result<(), RunError> {
         while let Ok(event) = self.events.try_recv() {
             match event {
                 Assignment::Revoked(list) => {
                     tracing::info!("partitions revoked: {list:?}");
+                    // Flush what was done for them while their offsets can still be committed.
+                    self.settle(consumer, CommitMode::Sync)?;
                     for p in &list {
                         self.assigned.remove(p);
                     }
@@ -243,7 +317,11 @@ impl Loop<'_> {
                     let gone: Vec<u32> = self.owned.difference(&now).copied().collect();
                     if !gone.is_empty() {
                         self.processor.revoked(&gone);
+                        self.persisted
+                            .retain(|(_, p), _| !gone.contains(&((*p).max(0) as u32)));
                     }
+                    let new: Vec<u32> = now.difference(&self.owned).copied().collect();
+                    self.restore(consumer, &new)?;
                     self.owned = now;
                     let parts: Vec<u32> = self.owned.iter().copied().collect();
                     self.processor.assigned(&parts, now_ms());
@@ -251,16 +329,23 @@ impl Loop<'_> {
                 }
             }
         }
+        Ok(())
     }
 
-    /// Waits for every output, then commits the input offsets handled so far.
+    /// Waits for every output, makes the state and input offsets durable together, then
+    /// commits the offsets to the group (SPEC §7).
     fn settle(
         &mut self,
         consumer: &BaseConsumer<JoinContext>,
         mode: CommitMode,
     ) -> Result<(), RunError> {
-        self.batch
-            .settle(consumer, &self.assigned, self.metrics, mode)?;
+        let started = Instant::now();
+        let offsets = self.batch.acknowledge(self.metrics)?;
+        self.processor
+            .checkpoint(&offsets)
+            .map_err(RunError::State)?;
+        batch::commit(consumer, &offsets, &self.assigned, mode)?;
+        self.metrics.observe_commit(started.elapsed().as_secs_f64());
         self.processor.publish(self.metrics);
         Ok(())
     }
@@ -284,7 +369,9 @@ impl Loop<'_> {
                 Some(Err(e)) => tracing::warn!("consume error: {e}"),
                 None => {}
             }
-            self.apply_assignments();
+            if let Err(e) = self.apply_assignments(consumer) {
+                break Err(e);
+            }
             if Instant::now() >= next_commit || self.batch.pending() >= MAX_PENDING {
                 self.processor.tick(now_ms(), &mut self.out);
                 self.flush_outputs()?;
@@ -340,6 +427,7 @@ pub fn run_blocking(
         topology,
         assigned: HashSet::new(),
         owned: BTreeSet::new(),
+        persisted: HashMap::new(),
         batch: Batch::default(),
         out: Vec::new(),
         skipped_logged: 0,

@@ -1,5 +1,5 @@
 //! Helpers for tests against the real Kafka broker that `scripts/test.sh` starts
-//! (`SIDEJOIN_TEST_BOOTSTRAP`): unique topics, producing and reading records, committed offsets,
+//! (`TEST_KAFKA_BOOTSTRAP`): unique topics, producing and reading records, committed offsets,
 //! and a `sidejoin` process under test with its logs and `/metrics`.
 
 use std::collections::HashMap;
@@ -28,8 +28,8 @@ pub fn now_ms() -> i64 {
 
 /// The broker of this test run.
 pub fn bootstrap() -> String {
-    std::env::var("SIDEJOIN_TEST_BOOTSTRAP").expect(
-        "SIDEJOIN_TEST_BOOTSTRAP is not set: run the Kafka tests through scripts/test.sh, which starts a local broker",
+    std::env::var("TEST_KAFKA_BOOTSTRAP").expect(
+        "TEST_KAFKA_BOOTSTRAP is not set: run the Kafka tests through scripts/test.sh, which starts a local broker",
     )
 }
 
@@ -243,7 +243,7 @@ impl Sidejoin {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env(
                 "RUST_LOG",
-                std::env::var("SIDEJOIN_TEST_LOG").unwrap_or_else(|_| "info".into()),
+                std::env::var("TEST_SIDEJOIN_LOG").unwrap_or_else(|_| "info".into()),
             )
             .env("SIDEJOIN_HTTP_ADDR", "127.0.0.1:0")
             .envs(env.iter().cloned())
@@ -375,9 +375,12 @@ impl Drop for Sidejoin {
     }
 }
 
-/// The variables for a join from `left` and `right` to `output` as group `app`.
+/// The variables for a join from `left` and `right` to `output` as group `app`; its state
+/// directory is the app's own (a restart with the same app finds its state again).
 pub fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String, String)> {
+    let state = std::env::temp_dir().join("sidejoin-test-state").join(app);
     [
+        ("SIDEJOIN_STATE_DIR", state.to_string_lossy().into_owned()),
         ("SIDEJOIN_BOOTSTRAP_SERVERS", bootstrap()),
         ("SIDEJOIN_APPLICATION_ID", app.to_owned()),
         ("SIDEJOIN_LEFT_TOPIC", left.to_owned()),

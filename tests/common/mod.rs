@@ -9,3 +9,4 @@ pub mod interval_props;
 pub mod kafka;
 pub mod props;
 pub mod reference;
+pub mod rocks;

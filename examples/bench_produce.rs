@@ -1,0 +1,78 @@
+//! Fills two topics for the Kafka benchmark (`scripts/bench-kafka.sh`): `N` records alternating
+//! between LEFT and RIGHT, keyed by `{"id":…}` over `KEYS` keys, 5-column JSON values.
+//!
+//!     bench_produce BOOTSTRAP LEFT RIGHT N KEYS
+
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::ClientConfig;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, bootstrap, left, right, n, keys] = &args[..] else {
+        eprintln!("usage: bench_produce BOOTSTRAP LEFT RIGHT N KEYS");
+        std::process::exit(2);
+    };
+    let (n, keys): (u64, u64) = (n.parse().unwrap(), keys.parse().unwrap());
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("linger.ms", "20")
+        .set("batch.size", "1000000")
+        .set("compression.type", "lz4")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .expect("producer");
+    let started = Instant::now();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut pending = Vec::with_capacity(100_000);
+    for i in 0..n {
+        let id = (i / 2) % keys;
+        let (topic, value) = if i % 2 == 0 {
+            let city = ["paris", "lima", "oslo", "pune"][(id % 4) as usize];
+            (left, format!("{{\"id\":{id},\"name\":\"user-{id}\",\"city\":\"{city}\",\"age\":{},\"ts\":{}}}", 20 + id % 50, now + i as i64))
+        } else {
+            (
+                right,
+                format!(
+                    "{{\"id\":{id},\"score\":{},\"level\":{},\"tag\":\"t{}\",\"ts\":{}}}",
+                    (id * 7 + i) % 1000,
+                    id % 10,
+                    id % 100,
+                    now + i as i64
+                ),
+            )
+        };
+        let key = format!("{{\"id\":{id}}}");
+        let mut record = FutureRecord::to(topic.as_str())
+            .key(&key)
+            .payload(&value)
+            .timestamp(now + i as i64);
+        // send_result copies the record into librdkafka's queue; retry while the queue is full.
+        let delivery = loop {
+            match producer.send_result(record) {
+                Ok(d) => break d,
+                Err((_, back)) => {
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        };
+        pending.push(delivery);
+        if pending.len() == 100_000 {
+            for r in futures::executor::block_on(futures::future::join_all(pending.drain(..))) {
+                r.expect("delivery").expect("delivered");
+            }
+        }
+    }
+    for r in futures::executor::block_on(futures::future::join_all(pending)) {
+        r.expect("delivery").expect("delivered");
+    }
+    eprintln!(
+        "produced {n} records in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Kafka benchmark (not run in CI): on one local broker, the passthrough (consume both topics,
+# produce every record unchanged, same consumer/producer/commit code) and sidejoin (left join on
+# the key) each consume the same N input records over KEYS keys; prints records/s, CPU seconds
+# and peak RSS of each and the ratio sidejoin/passthrough.
+#   N=1000000 KEYS=100000 PARTITIONS=2 scripts/bench-kafka.sh
+# Extra SIDEJOIN_* variables in the environment (e.g. state settings) apply to the sidejoin run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${N:-1000000}"; KEYS="${KEYS:-100000}"; PARTITIONS="${PARTITIONS:-2}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
+cargo build --release --quiet --bin sidejoin --example bench_produce
+bin="$CARGO_TARGET_DIR/release/sidejoin"
+dir=$(mktemp -d /tmp/sidejoin-bench.XXXXXX)
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  scripts/kafka.sh stop "$dir/kafka" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+# The broker with its full JIT (the default C1-only setting favours start-up, not throughput).
+export LOCAL_KAFKA_JVM_OPTS="${LOCAL_KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20}"
+export LOCAL_KAFKA_HEAP_OPTS="${LOCAL_KAFKA_HEAP_OPTS:--Xms1g -Xmx1g}"
+bootstrap=$(scripts/kafka.sh start "$dir/kafka")
+for t in left right out-pass out-join; do scripts/kafka.sh topic "$dir/kafka" "$t" "$PARTITIONS" >/dev/null; done
+"$CARGO_TARGET_DIR/release/examples/bench_produce" "$bootstrap" left right "$N" "$KEYS"
+
+# Runs `sidejoin $1` until it consumed N records; prints "seconds cpu_seconds peak_rss_mib".
+measure() {
+  local mode=$1 out=$2 log="$dir/$1.log"
+  SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID="bench-$mode" \
+  SIDEJOIN_LEFT_TOPIC=left SIDEJOIN_RIGHT_TOPIC=right SIDEJOIN_OUTPUT_TOPIC="$out" \
+  SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
+  SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$dir/state-$mode" \
+    "$bin" "$mode" 2>"$log" &
+  pid=$!
+  local addr="" start="" now
+  for _ in $(seq 1 600); do
+    addr=$(sed -n 's/.*http listening on \([0-9.:]*\).*/\1/p' "$log" | head -1)
+    [ -n "$addr" ] && break; sleep 0.05
+  done
+  local consumed=0
+  while [ "$consumed" -lt "$N" ]; do
+    consumed=$(curl -s "http://$addr/metrics" | awk '/^sidejoin_records_in_total/ {s += $2} END {print s + 0}')
+    now=$(date +%s.%N)
+    if [ -z "$start" ] && [ "$consumed" -gt 0 ]; then start=$now; start_count=$consumed; fi
+    kill -0 "$pid" 2>/dev/null || { echo "$mode died:" >&2; tail "$log" >&2; exit 1; }
+    sleep 0.05
+  done
+  local end=$now
+  local ticks; ticks=$(getconf CLK_TCK)
+  local cpu; cpu=$(awk -v t="$ticks" '{print ($14 + $15) / t}' "/proc/$pid/stat")
+  local rss; rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$pid/status")
+  kill -TERM "$pid"; wait "$pid" || true; pid=""
+  echo "$(echo "$end - $start" | bc -l) $cpu $rss $start_count"
+}
+
+read -r p_secs p_cpu p_rss p_first <<<"$(measure passthrough out-pass)"
+read -r j_secs j_cpu j_rss j_first <<<"$(measure run out-join)"
+rate() { echo "($N - $2) / $1" | bc -l; }
+p_rate=$(rate "$p_secs" "$p_first"); j_rate=$(rate "$j_secs" "$j_first")
+printf '\n%-12s %12s %10s %12s\n' mode records/s cpu_s peak_rss_MiB
+printf '%-12s %12.0f %10.1f %12.0f\n' passthrough "$p_rate" "$p_cpu" "$p_rss"
+printf '%-12s %12.0f %10.1f %12.0f\n' sidejoin "$j_rate" "$j_cpu" "$j_rss"
+printf 'sidejoin / passthrough throughput: %.0f%%  (N=%s, KEYS=%s, PARTITIONS=%s)\n' "$(echo "100 * $j_rate / $p_rate" | bc -l)" "$N" "$KEYS" "$PARTITIONS"

@@ -1,0 +1,109 @@
+//! State values as bytes for RocksDB: a tag byte, fixed-width counters, then the row as JSON
+//! (column order kept). Decoding validates and reports corruption instead of panicking.
+
+use std::sync::Arc;
+
+use crate::changelog::Row;
+use crate::engine::state::{RowEntry, StateValue, TimedRow};
+
+const ROW: u8 = 1;
+const TIMED: u8 = 2;
+const BYTES: u8 = 3;
+
+pub fn encode(value: &StateValue) -> Vec<u8> {
+    match value {
+        StateValue::Row(e) => {
+            let mut out = Vec::with_capacity(17 + 96);
+            out.push(ROW);
+            out.extend_from_slice(&e.copies.to_le_bytes());
+            out.extend_from_slice(&e.matches.to_le_bytes());
+            out.extend_from_slice(&e.stamp.to_le_bytes());
+            serde_json::to_writer(&mut out, &*e.row).expect("rows always serialise");
+            out
+        }
+        StateValue::Timed(t) => {
+            let mut out = Vec::with_capacity(2 + 96);
+            out.push(TIMED);
+            out.push(u8::from(t.matched) | (u8::from(t.padded) << 1));
+            serde_json::to_writer(&mut out, &*t.row).expect("rows always serialise");
+            out
+        }
+        StateValue::Bytes(b) => {
+            let mut out = Vec::with_capacity(1 + b.len());
+            out.push(BYTES);
+            out.extend_from_slice(b);
+            out
+        }
+    }
+}
+
+fn row(bytes: &[u8]) -> Result<Arc<Row>, String> {
+    serde_json::from_slice(bytes)
+        .map(Arc::new)
+        .map_err(|e| format!("corrupt stored row: {e}"))
+}
+
+pub fn decode(bytes: &[u8]) -> Result<StateValue, String> {
+    let (&tag, rest) = bytes.split_first().ok_or("empty state value")?;
+    match tag {
+        ROW if rest.len() >= 16 => {
+            let u32_at = |i: usize| u32::from_le_bytes(rest[i..i + 4].try_into().expect("4 bytes"));
+            Ok(StateValue::Row(RowEntry {
+                copies: u32_at(0),
+                matches: u32_at(4),
+                stamp: i64::from_le_bytes(rest[8..16].try_into().expect("8 bytes")),
+                row: row(&rest[16..])?,
+            }))
+        }
+        TIMED if !rest.is_empty() => Ok(StateValue::Timed(TimedRow {
+            matched: rest[0] & 1 != 0,
+            padded: rest[0] & 2 != 0,
+            row: row(&rest[1..])?,
+        })),
+        BYTES => Ok(StateValue::Bytes(rest.to_vec())),
+        _ => Err(format!(
+            "corrupt state value (tag {tag}, {} bytes)",
+            bytes.len()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips() {
+        let r: Arc<Row> = Arc::new(
+            json!({"b": 1, "a": [1.5, "x"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        for v in [
+            StateValue::Row(RowEntry {
+                row: r.clone(),
+                copies: 3,
+                matches: 7,
+                stamp: -42,
+            }),
+            StateValue::Timed(TimedRow {
+                row: r.clone(),
+                matched: true,
+                padded: false,
+            }),
+            StateValue::Timed(TimedRow {
+                row: r,
+                matched: false,
+                padded: true,
+            }),
+            StateValue::Bytes(vec![0, 1, 255]),
+        ] {
+            assert_eq!(decode(&encode(&v)).unwrap(), v);
+        }
+        assert!(decode(&[9]).is_err());
+        assert!(decode(&[]).is_err());
+        assert!(decode(&[1, 0]).is_err());
+    }
+}
