@@ -266,6 +266,9 @@ impl Loop<'_> {
                         vec![None, None]
                     }
                 };
+            tracing::info!(
+                "partition {p}: state holds input offsets {persisted:?}, the group committed {committed:?}"
+            );
             let stale = persisted
                 .iter()
                 .zip(&committed)

@@ -1,0 +1,232 @@
+//! Crash recovery on the real broker (SPEC §7): sidejoin is killed with SIGKILL three times at
+//! random moments (each time with output already written and input still unconsumed) and
+//! restarted on the same state directory. At the end every input offset is consumed and the
+//! output topic, folded as an upsert table, equals `sidejoin replay` of all the records.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::kafka::{self, Sidejoin};
+use serde_json::{json, Value};
+use sidejoin::config::{self, Mode};
+use sidejoin::engine::MemoryState;
+use sidejoin::replay::{self, ReplayOptions};
+
+const WAIT: Duration = Duration::from_secs(180);
+const TOTAL: u64 = 100_000;
+
+/// Left rows `{id, k, v}` (primary key id, join key k = id % 5000), right rows `{k, w}` (primary
+/// key k). Both topics are keyed by k, so a join key's rows share a partition. Every left id is
+/// inserted in the first 20,000 records; the rest are mostly right updates, whose output depends
+/// on left rows written long before: state lost in a crash would show in the final table.
+fn records(t0: i64) -> Vec<(bool, String, String, i64)> {
+    (0..TOTAL)
+        .map(|i| {
+            let ts = t0 + i as i64;
+            let left = if i < 20_000 { i % 2 == 0 } else { i % 5 == 0 };
+            if left {
+                let id = if i < 20_000 {
+                    i / 2
+                } else {
+                    (i * 7_919) % 10_000
+                };
+                let k = id % 5_000;
+                (
+                    true,
+                    k.to_string(),
+                    json!({"id": id, "k": k, "v": i}).to_string(),
+                    ts,
+                )
+            } else {
+                let k = (i * 104_729) % 5_000;
+                (
+                    false,
+                    k.to_string(),
+                    json!({"k": k, "w": i}).to_string(),
+                    ts,
+                )
+            }
+        })
+        .collect()
+}
+
+fn join_env() -> Vec<(String, String)> {
+    [
+        ("SIDEJOIN_JOIN_TYPE", "left"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
+        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
+        (
+            "SIDEJOIN_SELECT",
+            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
+        ),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Folds upsert records into a table: key → last value, tombstones removing the key.
+fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
+    let mut table = BTreeMap::new();
+    for (k, v) in records {
+        if v.is_null() {
+            table.remove(&k.to_string());
+        } else {
+            table.insert(k.to_string(), v);
+        }
+    }
+    table
+}
+
+fn consumed(app: &str, left: &str, right: &str) -> i64 {
+    kafka::committed(app, left)
+        .iter()
+        .chain(kafka::committed(app, right).iter())
+        .map(|o| (*o).max(0))
+        .sum()
+}
+
+#[test]
+fn kill_nine_three_times_then_the_output_equals_replay() {
+    let (left, right, out) = (
+        kafka::unique("crash-l"),
+        kafka::unique("crash-r"),
+        kafka::unique("crash-o"),
+    );
+    kafka::create_topic(&left, 2);
+    kafka::create_topic(&right, 2);
+    kafka::create_topic(&out, 2);
+    let all = records(kafka::now_ms());
+    let produce: Vec<_> = all
+        .iter()
+        .map(|(l, k, v, ts)| {
+            (
+                (if *l { &left } else { &right }).clone(),
+                Some(k.clone()),
+                Some(v.clone()),
+                *ts,
+            )
+        })
+        .collect();
+    kafka::produce_many(&kafka::producer(), &produce);
+    let app = kafka::unique("crash-app");
+    let mut env = kafka::with(kafka::base_env(&app, &left, &right, &out), &join_env());
+    // Small fetches keep both topics' partitions progressing together (librdkafka would
+    // otherwise hand over one topic's backlog first).
+    env.push((
+        "SIDEJOIN_KAFKA_MAX_PARTITION_FETCH_BYTES".into(),
+        "16384".into(),
+    ));
+    // A killed member leaves the group only when its session times out.
+    env.push(("SIDEJOIN_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()));
+    // Random kill moments; the seed is printed so a failure can be replayed.
+    let mut seed = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(kafka::now_ms() as u64);
+    println!("CRASH_SEED={seed}");
+    let mut random_below = |n: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n.max(1)
+    };
+    for round in 0..3 {
+        let written_before: i64 = kafka::high_watermarks(&out).iter().sum();
+        let mut sj = Sidejoin::start("run", &env);
+        sj.wait_ready(WAIT);
+        // A random moment: once this run has consumed a random number of records and some of
+        // its output has reached the topic.
+        let before = consumed(&app, &left, &right) as u64;
+        let target = 2_000 + random_below((TOTAL - before) / 3);
+        sj.wait_records_in(target, WAIT);
+        let deadline = Instant::now() + WAIT;
+        while kafka::high_watermarks(&out).iter().sum::<i64>() <= written_before {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no output written:\n{}",
+                sj.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Freeze it, check output exists and input is still unconsumed, then SIGKILL.
+        sj.signal("STOP");
+        let written = kafka::read_all(&out, 1, Duration::from_secs(10)).len();
+        let lag = TOTAL as i64 - consumed(&app, &left, &right);
+        assert!(
+            written > 0,
+            "round {round}: no output written before the kill"
+        );
+        assert!(
+            lag > 0,
+            "round {round}: nothing left to consume at the kill"
+        );
+        sj.signal("KILL");
+        assert_eq!(sj.wait(WAIT), -1, "killed by a signal");
+        println!("round {round}: killed after {target} records of this run, lag {lag}");
+    }
+    let mut last = Sidejoin::start("run", &env);
+    last.wait_ready(WAIT);
+    let deadline = Instant::now() + WAIT;
+    while consumed(&app, &left, &right) < TOTAL as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "not every offset consumed:\n{}",
+            last.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let ends: i64 = kafka::high_watermarks(&left)
+        .iter()
+        .chain(kafka::high_watermarks(&right).iter())
+        .sum();
+    assert_eq!(ends, TOTAL as i64);
+    // Replay of every record, in production order.
+    let lines: Vec<String> = all
+        .iter()
+        .map(|(l, _, v, ts)| {
+            json!({"side": if *l { "left" } else { "right" }, "key": null, "value": serde_json::from_str::<Value>(v).unwrap(), "timestamp": ts})
+                .to_string()
+        })
+        .collect();
+    let cfg = config::load(env.clone(), Mode::Replay).unwrap();
+    let (mut o, mut e) = (Vec::new(), Vec::new());
+    let input = lines.join("\n");
+    replay::replay(
+        &cfg,
+        MemoryState::new(),
+        input.as_bytes(),
+        &mut o,
+        &mut e,
+        ReplayOptions { records: true },
+    )
+    .unwrap();
+    let want = fold(String::from_utf8(o).unwrap().lines().map(|l| {
+        let v: Value = serde_json::from_str(l).unwrap();
+        (v["key"].clone(), v["value"].clone())
+    }));
+    assert_eq!(want.len(), 10_000, "every left id is in the left join");
+    // The output topic may still be growing: read until its table equals replay's.
+    loop {
+        let got = fold(
+            kafka::read_all(&out, usize::MAX, Duration::from_secs(3))
+                .iter()
+                .map(|r| (r.key_json(), r.value_json())),
+        );
+        if got == want {
+            break;
+        }
+        let differing = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
+        assert!(
+            Instant::now() < deadline,
+            "the upsert table differs from replay: {differing} of {} keys differ, {} keys in the topic",
+            want.len(),
+            got.len()
+        );
+    }
+}
