@@ -1,5 +1,6 @@
 //! Fills two topics for the Kafka benchmark (`scripts/bench-kafka.sh`): `N` records alternating
-//! between LEFT and RIGHT, keyed by `{"id":…}` over `KEYS` keys, 5-column JSON values.
+//! between LEFT and RIGHT, keyed by `{"id":…}` over `KEYS` keys (left in order, right
+//! scattered), 5-column JSON values.
 //!
 //!     bench_produce BOOTSTRAP LEFT RIGHT N KEYS
 
@@ -30,7 +31,15 @@ fn main() {
         .as_millis() as i64;
     let mut pending = Vec::with_capacity(100_000);
     for i in 0..n {
-        let id = (i / 2) % keys;
+        // Left rows walk the keys in order, right rows in a scattered order (a multiplicative
+        // permutation), so a right row meets a left row written at a random earlier time and
+        // lookups spread over the whole state, as they do in real traffic.
+        let step = i / 2;
+        let id = if i % 2 == 0 {
+            step % keys
+        } else {
+            (step.wrapping_mul(1_000_003) + 12_345) % keys
+        };
         let (topic, value) = if i % 2 == 0 {
             let city = ["paris", "lima", "oslo", "pune"][(id % 4) as usize];
             (left, format!("{{\"id\":{id},\"name\":\"user-{id}\",\"city\":\"{city}\",\"age\":{},\"ts\":{}}}", 20 + id % 50, now + i as i64))

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Kafka benchmark (not run in CI): on one local broker, the passthrough (consume both topics,
 # produce every record unchanged, same consumer/producer/commit code) and sidejoin (left join on
-# the key) each consume the same N input records over KEYS keys; prints records/s, CPU seconds
-# and peak RSS of each and the ratio sidejoin/passthrough.
+# the key, with memory or RocksDB state) each consume the same N input records over KEYS keys;
+# prints records/s, CPU seconds and peak RSS of each run and its throughput relative to the first.
 #   N=1000000 KEYS=100000 PARTITIONS=2 scripts/bench-kafka.sh
+# MODES picks the runs (default: passthrough, the join with memory state, the join with RocksDB
+# state); ratios are to the first mode.
 # Extra SIDEJOIN_* variables in the environment (e.g. state settings) apply to the sidejoin run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-1000000}"; KEYS="${KEYS:-100000}"; PARTITIONS="${PARTITIONS:-2}"
+MODES="${MODES:-passthrough run-in-memory run}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
 cargo build --release --quiet --bin sidejoin --example bench_produce
 bin="$CARGO_TARGET_DIR/release/sidejoin"
@@ -32,6 +35,8 @@ measure() {
   SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID="bench-$mode" \
   SIDEJOIN_LEFT_TOPIC=left SIDEJOIN_RIGHT_TOPIC=right SIDEJOIN_OUTPUT_TOPIC="$out" \
   SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
+  SIDEJOIN_LEFT_PRIMARY_KEY="${SIDEJOIN_LEFT_PRIMARY_KEY-id}" SIDEJOIN_RIGHT_PRIMARY_KEY="${SIDEJOIN_RIGHT_PRIMARY_KEY-id}" \
+  SIDEJOIN_OUTPUT_MODE="${SIDEJOIN_OUTPUT_MODE:-upsert}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
   SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$dir/state-$mode" \
     "$bin" "$mode" 2>"$log" &
   pid=$!
@@ -49,18 +54,22 @@ measure() {
     sleep 0.05
   done
   local end=$now
+  local produced; produced=$(curl -s "http://$addr/metrics" | awk '/^sidejoin_records_out_total/ {s += $2} END {print s + 0}')
   local ticks; ticks=$(getconf CLK_TCK)
   local cpu; cpu=$(awk -v t="$ticks" '{print ($14 + $15) / t}' "/proc/$pid/stat")
   local rss; rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$pid/status")
   kill -TERM "$pid"; wait "$pid" || true; pid=""
-  echo "$(echo "$end - $start" | bc -l) $cpu $rss $start_count"
+  echo "$(echo "$end - $start" | bc -l) $cpu $rss $start_count $produced"
 }
 
-read -r p_secs p_cpu p_rss p_first <<<"$(measure passthrough out-pass)"
-read -r j_secs j_cpu j_rss j_first <<<"$(measure run out-join)"
 rate() { echo "($N - $2) / $1" | bc -l; }
-p_rate=$(rate "$p_secs" "$p_first"); j_rate=$(rate "$j_secs" "$j_first")
-printf '\n%-12s %12s %10s %12s\n' mode records/s cpu_s peak_rss_MiB
-printf '%-12s %12.0f %10.1f %12.0f\n' passthrough "$p_rate" "$p_cpu" "$p_rss"
-printf '%-12s %12.0f %10.1f %12.0f\n' sidejoin "$j_rate" "$j_cpu" "$j_rss"
-printf 'sidejoin / passthrough throughput: %.0f%%  (N=%s, KEYS=%s, PARTITIONS=%s)\n' "$(echo "100 * $j_rate / $p_rate" | bc -l)" "$N" "$KEYS" "$PARTITIONS"
+printf '\n%-14s %12s %10s %12s %14s %12s\n' mode records/s cpu_s peak_rss_MiB vs_first records_out
+base=""
+for mode in $MODES; do
+  out=out-join; [ "$mode" = passthrough ] && out=out-pass
+  read -r secs cpu rss first produced <<<"$(measure "$mode" "$out")"
+  r=$(rate "$secs" "$first")
+  [ -z "$base" ] && base=$r
+  printf '%-14s %12.0f %10.1f %12.0f %13.0f%% %12s\n' "$mode" "$r" "$cpu" "$rss" "$(echo "100 * $r / $base" | bc -l)" "$produced"
+done
+echo "(N=$N, KEYS=$KEYS, PARTITIONS=$PARTITIONS; run = RocksDB state, run-in-memory = memory state)"

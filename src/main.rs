@@ -52,6 +52,18 @@ enum Command {
     /// and commit code as `run`: the baseline sidejoin is benchmarked against.
     #[command(hide = true)]
     Passthrough,
+    /// `run` with the join state in memory only: nothing survives a restart. For benchmarks that
+    /// compare the RocksDB store with memory.
+    #[command(hide = true)]
+    RunInMemory,
+}
+
+/// What `run_kafka` puts between the consumer and the producer.
+#[derive(Clone, Copy, PartialEq)]
+enum Pipeline {
+    Join,
+    JoinInMemory,
+    Passthrough,
 }
 
 fn load(mode: Mode) -> Result<Config, ExitCode> {
@@ -147,7 +159,7 @@ async fn signals(token: CancellationToken) {
     token.cancel();
 }
 
-fn run_kafka(passthrough: bool) -> ExitCode {
+fn run_kafka(pipeline: Pipeline) -> ExitCode {
     let config = match load(Mode::Run) {
         Ok(c) => c,
         Err(code) => return code,
@@ -167,8 +179,11 @@ fn run_kafka(passthrough: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let processor: Box<dyn Processor> = if passthrough {
+    let processor: Box<dyn Processor> = if pipeline == Pipeline::Passthrough {
         Box::new(PassthroughProcessor::default())
+    } else if pipeline == Pipeline::JoinInMemory {
+        tracing::warn!("join state is in memory only: it is lost when the process stops");
+        Box::new(JoinProcessor::new(&config, MemoryState::new()))
     } else {
         let options = StoreOptions {
             block_cache_mb: config.process.state_block_cache_mb,
@@ -201,7 +216,8 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Run) {
         Command::Replay { file, records } => run_replay(file, records),
         Command::Check => run_check(),
-        Command::Run => run_kafka(false),
-        Command::Passthrough => run_kafka(true),
+        Command::Run => run_kafka(Pipeline::Join),
+        Command::RunInMemory => run_kafka(Pipeline::JoinInMemory),
+        Command::Passthrough => run_kafka(Pipeline::Passthrough),
     }
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
+use rocksdb::{ReadOptions, WriteBatch, WriteOptions, DB};
 
 use crate::engine::state::{JoinState, StateError, StateValue};
 
@@ -37,6 +37,18 @@ fn key_into(buf: &mut Vec<u8>, group: &[u8], item: &[u8]) {
     buf.clear();
     buf.extend_from_slice(group);
     buf.extend_from_slice(item);
+}
+
+/// The smallest key greater than every key starting with `prefix` (`None`: there is none).
+fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut upper = prefix.to_vec();
+    while let Some(last) = upper.pop() {
+        if last < u8::MAX {
+            upper.push(last + 1);
+            return Some(upper);
+        }
+    }
+    None
 }
 
 fn fatal(what: &str, e: impl std::fmt::Display) -> ! {
@@ -136,23 +148,26 @@ impl JoinState for RocksState {
             .range::<[u8], _>((Bound::Included(start.as_slice()), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(group))
             .peekable();
-        let mut stored = self
-            .db
-            .iterator(IteratorMode::From(&start, Direction::Forward))
-            .map(|r| r.unwrap_or_else(|e| fatal("scan", e)))
-            .take_while(|(k, _)| k.starts_with(group))
-            .peekable();
+        // A raw iterator bounded to the group: RocksDB stops at the group's end by itself and
+        // keys and values are read in place, not copied.
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = successor(group) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut stored = self.db.raw_iterator_opt(opts);
+        stored.seek(&start);
         // Merge the two sorted streams; a pending write shadows the stored value of its key.
         loop {
-            let take_pending = match (pending.peek(), stored.peek()) {
-                (None, None) => return,
+            let stored_key = if stored.valid() { stored.key() } else { None };
+            let take_pending = match (pending.peek(), stored_key) {
+                (None, None) => break,
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
-                (Some((pk, _)), Some((sk, _))) => pk.as_slice() <= &**sk,
+                (Some((pk, _)), Some(sk)) => pk.as_slice() <= sk,
             };
             if take_pending {
                 let (k, v) = pending.next().expect("peeked");
-                if stored.peek().is_some_and(|(sk, _)| &**sk == k.as_slice()) {
+                if stored_key == Some(k.as_slice()) {
                     stored.next();
                 }
                 if let Some(v) = v {
@@ -161,12 +176,16 @@ impl JoinState for RocksState {
                     }
                 }
             } else {
-                let (k, bytes) = stored.next().expect("peeked");
-                let v = codec::decode(&bytes).unwrap_or_else(|e| fatal("read", e));
+                let (k, bytes) = (stored.key().expect("valid"), stored.value().expect("valid"));
+                let v = codec::decode(bytes).unwrap_or_else(|e| fatal("read", e));
                 if !visit(&k[group.len()..], &v) {
                     return;
                 }
+                stored.next();
             }
+        }
+        if let Err(e) = stored.status() {
+            fatal("scan", e);
         }
     }
 
@@ -199,5 +218,18 @@ impl JoinState for RocksState {
         self.db
             .write_opt(batch, &opts)
             .map_err(|e| StateError(format!("RocksDB write failed: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::successor;
+
+    #[test]
+    fn successor_bounds_exactly_the_keys_with_the_prefix() {
+        assert_eq!(successor(&[1, 2, 3]), Some(vec![1, 2, 4]));
+        assert_eq!(successor(&[1, 2, 255]), Some(vec![1, 3]));
+        assert_eq!(successor(&[255, 255]), None);
+        assert_eq!(successor(&[]), None);
     }
 }
