@@ -25,10 +25,12 @@ fn main() {
         .create()
         .expect("producer");
     let started = Instant::now();
-    let now = std::time::SystemTime::now()
+    // Record i is stamped t0 + i ms, ending now: brokers refuse times over an hour ahead.
+    let t0 = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_millis() as i64;
+        .as_millis() as i64
+        - n as i64;
     let mut pending = Vec::with_capacity(100_000);
     for i in 0..n {
         // Left rows walk the keys in order, right rows in a scattered order (a multiplicative
@@ -42,7 +44,7 @@ fn main() {
         };
         let (topic, value) = if i % 2 == 0 {
             let city = ["paris", "lima", "oslo", "pune"][(id % 4) as usize];
-            (left, format!("{{\"id\":{id},\"name\":\"user-{id}\",\"city\":\"{city}\",\"age\":{},\"ts\":{}}}", 20 + id % 50, now + i as i64))
+            (left, format!("{{\"id\":{id},\"name\":\"user-{id}\",\"city\":\"{city}\",\"age\":{},\"ts\":{}}}", 20 + id % 50, t0 + i as i64))
         } else {
             (
                 right,
@@ -51,7 +53,7 @@ fn main() {
                     (id * 7 + i) % 1000,
                     id % 10,
                     id % 100,
-                    now + i as i64
+                    t0 + i as i64
                 ),
             )
         };
@@ -59,7 +61,7 @@ fn main() {
         let mut record = FutureRecord::to(topic.as_str())
             .key(&key)
             .payload(&value)
-            .timestamp(now + i as i64);
+            .timestamp(t0 + i as i64);
         // send_result copies the record into librdkafka's queue; retry while the queue is full.
         let delivery = loop {
             match producer.send_result(record) {

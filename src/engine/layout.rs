@@ -14,7 +14,9 @@
 //! | `INTERVAL_TIME` | partition, side | row time, arrival sequence | join key bytes |
 //!
 //! Join keys, primary keys and rows use the self-delimiting encodings of `canonical`, so a TTL
-//! item can be split back into its parts.
+//! item can be split back into its parts. In a group, a join or primary key is preceded by its
+//! length (4 bytes, big-endian), so `group_len` finds where any stored key's group ends without
+//! knowing the configuration: durable stores use it for prefix bloom filters.
 
 use crate::changelog::Side;
 
@@ -65,14 +67,41 @@ pub fn head(buf: &mut Vec<u8>, partition: u32, tag: u8, side: Option<Side>) {
     buf.push(side.map(side_byte).unwrap_or(0));
 }
 
+/// Length of the common group head: partition, tag, side.
+const HEAD_LEN: usize = 6;
+
+/// Appends a key with its length, so the group's end can be found from its bytes.
+fn push_sized(buf: &mut Vec<u8>, key: &[u8]) {
+    buf.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    buf.extend_from_slice(key);
+}
+
+/// Where the group of a stored key (group followed by item) ends. Keys that are not the
+/// engine's (shorter than a head, unknown tag, truncated) are their own group.
+pub fn group_len(key: &[u8]) -> usize {
+    if key.len() < HEAD_LEN {
+        return key.len();
+    }
+    match key[4] {
+        ROWS | PK | INTERVAL_ROWS => key
+            .get(HEAD_LEN..HEAD_LEN + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(|b: [u8; 4]| HEAD_LEN + 4 + u32::from_be_bytes(b) as usize)
+            .filter(|&end| end <= key.len())
+            .unwrap_or(key.len()),
+        TTL | META | INTERVAL_TIME => HEAD_LEN,
+        _ => key.len(),
+    }
+}
+
 pub fn rows_group(buf: &mut Vec<u8>, partition: u32, side: Side, join_key: &[u8]) {
     head(buf, partition, ROWS, Some(side));
-    buf.extend_from_slice(join_key);
+    push_sized(buf, join_key);
 }
 
 pub fn pk_group(buf: &mut Vec<u8>, partition: u32, side: Side, primary_key: &[u8]) {
     head(buf, partition, PK, Some(side));
-    buf.extend_from_slice(primary_key);
+    push_sized(buf, primary_key);
 }
 
 pub fn ttl_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
@@ -81,7 +110,7 @@ pub fn ttl_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
 
 pub fn interval_rows_group(buf: &mut Vec<u8>, partition: u32, side: Side, join_key: &[u8]) {
     head(buf, partition, INTERVAL_ROWS, Some(side));
-    buf.extend_from_slice(join_key);
+    push_sized(buf, join_key);
 }
 
 pub fn interval_time_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
@@ -140,6 +169,34 @@ mod tests {
     use super::*;
     use crate::engine::canonical::encode_value;
     use serde_json::json;
+
+    #[test]
+    fn group_len_finds_the_end_of_every_group() {
+        let mut key = Vec::new();
+        encode_value(&json!("k1"), &mut key);
+        let mut g = Vec::new();
+        for build in [rows_group, pk_group, interval_rows_group] {
+            build(&mut g, 7, Side::Right, &key);
+            let group_end = g.len();
+            g.extend_from_slice(b"item");
+            assert_eq!(group_len(&g), group_end);
+            assert_eq!(group_len(&g[..group_end]), group_end);
+        }
+        for build in [ttl_group, interval_time_group] {
+            build(&mut g, 7, Side::Left);
+            g.extend_from_slice(b"item");
+            assert_eq!(group_len(&g), HEAD_LEN);
+        }
+        meta_group(&mut g, 3);
+        g.extend_from_slice(ROW_COUNTS);
+        assert_eq!(group_len(&g), HEAD_LEN);
+        assert_eq!(group_len(b"abc"), 3);
+        assert_eq!(
+            group_len(&[0, 0, 0, 1, ROWS, b'L', 0, 0, 0, 99]),
+            10,
+            "truncated"
+        );
+    }
 
     #[test]
     fn time_bytes_keep_order() {

@@ -154,6 +154,9 @@ impl JoinState for RocksState {
         if let Some(upper) = successor(group) {
             opts.set_iterate_upper_bound(upper);
         }
+        // Every scan stays in one engine group, the prefix of its keys (`options.rs`), so the
+        // group blooms can rule files out.
+        opts.set_prefix_same_as_start(true);
         let mut stored = self.db.raw_iterator_opt(opts);
         stored.seek(&start);
         // Merge the two sorted streams; a pending write shadows the stored value of its key.

@@ -1,8 +1,10 @@
 //! RocksDB stores for the generic suites. Opening a database per property case would dominate
 //! the run, and clearing one with range deletions slows every later read, so each test thread
-//! keeps one database and every "new" store is a fresh namespace in it: its groups are prefixed
-//! by a number no other store used (still prefix-free, as the store requires). Stores flush by
-//! themselves every few writes, so reads exercise both the pending overlay and the database.
+//! keeps one database and every "new" store is a fresh namespace in it: a number no other store
+//! of the thread used, written into the high 16 bits of the partition that starts every engine
+//! group (the suites use small partitions), so keys keep the engine's layout, which the store's
+//! group blooms read. Stores flush by themselves every few writes, so reads exercise both the
+//! pending overlay and the database.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -24,7 +26,7 @@ thread_local! {
 /// A store of its own inside this thread's RocksDB database.
 pub struct TempRocks {
     state: Rc<RefCell<RocksState>>,
-    ns: [u8; 4],
+    ns: u32,
     group: Vec<u8>,
 }
 
@@ -52,17 +54,23 @@ impl TempRocks {
             n.set(n.get() + 1);
             n.get()
         });
+        assert!(
+            ns < 1 << 16,
+            "more than 65,535 RocksDB stores in one test thread"
+        );
         TempRocks {
             state,
-            ns: ns.to_be_bytes(),
+            ns: ns << 16,
             group: Vec::with_capacity(64),
         }
     }
 
     fn group(&mut self, group: &[u8]) -> Vec<u8> {
         self.group.clear();
-        self.group.extend_from_slice(&self.ns);
         self.group.extend_from_slice(group);
+        let partition = u32::from_be_bytes(group[..4].try_into().expect("a partition"));
+        assert!(partition < 1 << 16, "suite partitions are small");
+        self.group[..4].copy_from_slice(&(self.ns | partition).to_be_bytes());
         self.group.clone()
     }
 }
