@@ -3,4 +3,8 @@
 # local broker that this script starts (scripts/kafka.sh) and always stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec scripts/kafka.sh with-broker -- cargo test --release --no-fail-fast "$@"
+# The state directories of the sidejoin processes the tests start, removed afterwards.
+TEST_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-test-state.XXXXXX")
+export TEST_STATE_DIR
+trap 'rm -rf "$TEST_STATE_DIR"' EXIT
+scripts/kafka.sh with-broker -- cargo test --release --no-fail-fast "$@"

@@ -376,9 +376,13 @@ impl Drop for Sidejoin {
 }
 
 /// The variables for a join from `left` and `right` to `output` as group `app`; its state
-/// directory is the app's own (a restart with the same app finds its state again).
+/// directory is the app's own (a restart with the same app finds its state again), under
+/// `TEST_STATE_DIR` (a directory `scripts/test.sh` removes afterwards) or the temp directory.
 pub fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String, String)> {
-    let state = std::env::temp_dir().join("sidejoin-test-state").join(app);
+    let root = std::env::var_os("TEST_STATE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("sidejoin-test-state"));
+    let state = root.join(app);
     [
         ("SIDEJOIN_STATE_DIR", state.to_string_lossy().into_owned()),
         ("SIDEJOIN_BOOTSTRAP_SERVERS", bootstrap()),
