@@ -105,11 +105,7 @@ impl<S: JoinState> Pipeline<S> {
         crate::engine::layout::meta_group(&mut group, partition);
         self.state
             .get(&group, &crate::engine::layout::offset_item(topic))
-            .and_then(|v| {
-                v.as_bytes()
-                    .and_then(|b| b.try_into().ok())
-                    .map(i64::from_be_bytes)
-            })
+            .and_then(|v| v.as_i64())
     }
 
     /// Loads what the state holds about `partition` (row counts, watermarks) after an assignment.

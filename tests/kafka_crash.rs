@@ -93,14 +93,7 @@ fn consumed(app: &str, left: &str, right: &str) -> i64 {
 
 #[test]
 fn kill_nine_three_times_then_the_output_equals_replay() {
-    let (left, right, out) = (
-        kafka::unique("crash-l"),
-        kafka::unique("crash-r"),
-        kafka::unique("crash-o"),
-    );
-    kafka::create_topic(&left, 2);
-    kafka::create_topic(&right, 2);
-    kafka::create_topic(&out, 2);
+    let (left, right, out) = kafka::join_topics("crash", [2, 2, 2]);
     let all = records(kafka::now_ms());
     let produce: Vec<_> = all
         .iter()

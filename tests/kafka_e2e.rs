@@ -48,16 +48,13 @@ struct Topics {
 }
 
 fn topics(name: &str, partitions: i32) -> Topics {
-    let t = Topics {
-        left: kafka::unique(&format!("{name}-left")),
-        right: kafka::unique(&format!("{name}-right")),
-        output: kafka::unique(&format!("{name}-out")),
+    let (left, right, output) = kafka::join_topics(name, [partitions, partitions, 1]);
+    Topics {
+        left,
+        right,
+        output,
         app: kafka::unique(&format!("{name}-app")),
-    };
-    kafka::create_topic(&t.left, partitions);
-    kafka::create_topic(&t.right, partitions);
-    kafka::create_topic(&t.output, 1);
-    t
+    }
 }
 
 /// Produces a fixture's records one at a time through a running sidejoin and compares the

@@ -34,16 +34,8 @@ fn env(
 
 #[test]
 fn malformed_records_go_to_the_dead_letter_topic() {
-    let (left, right, out, dlq) = (
-        kafka::unique("bad-l"),
-        kafka::unique("bad-r"),
-        kafka::unique("bad-o"),
-        kafka::unique("bad-dlq"),
-    );
-    for t in [&left, &right] {
-        kafka::create_topic(t, 2);
-    }
-    kafka::create_topic(&out, 2);
+    let (left, right, out) = kafka::join_topics("bad", [2, 2, 2]);
+    let dlq = kafka::unique("bad-dlq");
     let app = kafka::unique("bad-app");
     let p = kafka::producer();
     let t0 = kafka::now_ms();
@@ -124,14 +116,7 @@ fn malformed_records_go_to_the_dead_letter_topic() {
 
 #[test]
 fn fail_mode_exits_naming_the_record_and_a_restart_resumes_there() {
-    let (left, right, out) = (
-        kafka::unique("fail-l"),
-        kafka::unique("fail-r"),
-        kafka::unique("fail-o"),
-    );
-    for t in [&left, &right, &out] {
-        kafka::create_topic(t, 1);
-    }
+    let (left, right, out) = kafka::join_topics("fail", [1, 1, 1]);
     let app = kafka::unique("fail-app");
     let p = kafka::producer();
     for i in 0..5 {

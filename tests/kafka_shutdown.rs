@@ -12,14 +12,7 @@ const WAIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
-    let (left, right, out) = (
-        kafka::unique("term-l"),
-        kafka::unique("term-r"),
-        kafka::unique("term-o"),
-    );
-    for t in [&left, &right, &out] {
-        kafka::create_topic(t, 2);
-    }
+    let (left, right, out) = kafka::join_topics("term", [2, 2, 2]);
     let t0 = kafka::now_ms();
     let make = |from: u64, to: u64| -> Vec<_> {
         (from..to)

@@ -41,14 +41,7 @@ fn missing_topic_is_a_named_error() {
 
 #[test]
 fn partition_count_mismatch_names_both_topics() {
-    let (left, right, out) = (
-        kafka::unique("mm-l"),
-        kafka::unique("mm-r"),
-        kafka::unique("mm-o"),
-    );
-    kafka::create_topic(&left, 3);
-    kafka::create_topic(&right, 2);
-    kafka::create_topic(&out, 1);
+    let (left, right, out) = kafka::join_topics("mm", [3, 2, 1]);
     let mut sj = Sidejoin::start("run", &join_env(&kafka::unique("mm"), &left, &right, &out));
     assert_eq!(sj.wait(WAIT), 1);
     let logs = sj.logs();
@@ -98,14 +91,7 @@ fn a_refused_passthrough_property_is_fatal_and_its_value_is_not_shown() {
 
 #[test]
 fn secrets_never_reach_the_logs() {
-    let (left, right, out) = (
-        kafka::unique("sec-l"),
-        kafka::unique("sec-r"),
-        kafka::unique("sec-o"),
-    );
-    for t in [&left, &right, &out] {
-        kafka::create_topic(t, 1);
-    }
+    let (left, right, out) = kafka::join_topics("sec", [1, 1, 1]);
     let secret = "s3cr3t-Pa55word-never-logged";
     let mut env = join_env(&kafka::unique("sec"), &left, &right, &out);
     env.push(("SIDEJOIN_KAFKA_SASL_USERNAME".into(), "someone".into()));
@@ -201,15 +187,7 @@ fn unreachable_broker_is_retried_until_it_appears() {
 
 #[test]
 fn check_prints_the_plan_and_the_topics() {
-    let (left, right, out) = (
-        kafka::unique("chk-l"),
-        kafka::unique("chk-r"),
-        kafka::unique("chk-o"),
-    );
-    for t in [&left, &right] {
-        kafka::create_topic(t, 2);
-    }
-    kafka::create_topic(&out, 1);
+    let (left, right, out) = kafka::join_topics("chk", [2, 2, 1]);
     let mut env = join_env("chk", &left, &right, &out);
     env.push(("SIDEJOIN_JOIN_TYPE".into(), "left".into()));
     env.push(("SIDEJOIN_LEFT_PRIMARY_KEY".into(), "id".into()));

@@ -107,12 +107,8 @@ impl IntervalJoin {
         let last = *self.seq.entry(partition).or_insert_with(|| {
             state
                 .get(&group, layout::INTERVAL_SEQ)
-                .and_then(|v| {
-                    v.as_bytes()
-                        .and_then(|b| b.try_into().ok())
-                        .map(u64::from_be_bytes)
-                })
-                .unwrap_or(0)
+                .and_then(|v| v.as_i64())
+                .map_or(0, |seq| seq as u64)
         });
         let next = last + 1;
         self.seq.insert(partition, next);
@@ -149,11 +145,7 @@ impl IntervalJoin {
         for side in Side::BOTH {
             let time = state
                 .get(&group, layout::max_time_item(side))
-                .and_then(|v| {
-                    v.as_bytes()
-                        .and_then(|b| b.try_into().ok())
-                        .map(i64::from_be_bytes)
-                });
+                .and_then(|v| v.as_i64());
             if let Some(t) = time {
                 self.marks.observe(side, partition, Some(t), now);
             }

@@ -65,6 +65,11 @@ impl StateValue {
             _ => None,
         }
     }
+
+    /// A number stored as exactly 8 big-endian bytes (offsets, times, sequence numbers).
+    pub fn as_i64(&self) -> Option<i64> {
+        self.as_bytes()?.try_into().ok().map(i64::from_be_bytes)
+    }
 }
 
 /// A store that cannot persist what it was given.

@@ -375,6 +375,21 @@ impl Drop for Sidejoin {
     }
 }
 
+/// Creates unique left, right and output topics named after `name`, with these partition
+/// counts, and returns their names.
+pub fn join_topics(name: &str, partitions: [i32; 3]) -> (String, String, String) {
+    let names = [
+        unique(&format!("{name}-l")),
+        unique(&format!("{name}-r")),
+        unique(&format!("{name}-o")),
+    ];
+    for (t, n) in names.iter().zip(partitions) {
+        create_topic(t, n);
+    }
+    let [l, r, o] = names;
+    (l, r, o)
+}
+
 /// The variables for a join from `left` and `right` to `output` as group `app`; its state
 /// directory is the app's own (a restart with the same app finds its state again), under
 /// `TEST_STATE_DIR` (a directory `scripts/test.sh` removes afterwards) or the temp directory.
