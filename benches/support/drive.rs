@@ -1,0 +1,80 @@
+//! Drives a `Processor` the way `sidejoin run` does, minus Kafka: records in, output records
+//! out (counted, their bytes handed to `black_box`), a checkpoint with the input offsets every
+//! `CHECKPOINT_EVERY` records as the run loop makes at each commit.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+
+use sidejoin::config::Config;
+use sidejoin::engine::MemoryState;
+use sidejoin::runtime::{InRecord, JoinProcessor, OutputRecord, Processor};
+use sidejoin::store::{RocksState, StoreOptions};
+
+use super::kafka_workload::KafkaRecord;
+
+/// Records between two checkpoints (about what one commit interval holds at full speed).
+pub const CHECKPOINT_EVERY: usize = 50_000;
+
+/// Which state store the processor runs on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Store {
+    Memory,
+    Rocks,
+}
+
+impl Store {
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::Memory => "memory",
+            Store::Rocks => "rocksdb",
+        }
+    }
+}
+
+/// A processor over a fresh store (RocksDB in `dir`), assigned partitions 0 and 1.
+pub fn processor(config: &Config, store: Store, dir: &std::path::Path) -> Box<dyn Processor> {
+    let mut p: Box<dyn Processor> = match store {
+        Store::Memory => Box::new(JoinProcessor::new(config, MemoryState::new())),
+        Store::Rocks => {
+            let options = StoreOptions {
+                block_cache_mb: 256,
+                write_buffer_mb: 64,
+            };
+            let state = RocksState::open(dir, &options).expect("open RocksDB");
+            Box::new(JoinProcessor::new(config, state))
+        }
+    };
+    p.assigned(&[0, 1], 0);
+    p
+}
+
+/// Feeds every record; returns the number of output records and their total bytes.
+#[inline(never)]
+pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
+    let mut out: Vec<OutputRecord> = Vec::with_capacity(64);
+    let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    let (mut count, mut bytes) = (0, 0);
+    for (i, r) in records.iter().enumerate() {
+        let rec = InRecord {
+            side: r.side,
+            partition: r.partition,
+            timestamp: r.timestamp,
+            key: Some(&r.key),
+            value: Some(&r.value),
+            headers: None,
+        };
+        p.process(&rec, 0, &mut out).expect("valid record");
+        for o in out.drain(..) {
+            count += 1;
+            bytes += o.key.as_ref().map_or(0, Vec::len) + o.value.as_ref().map_or(0, Vec::len);
+            black_box(&o);
+        }
+        offsets.insert((r.side.name().to_owned(), r.partition), i as i64 + 1);
+        if (i + 1) % CHECKPOINT_EVERY == 0 {
+            p.checkpoint(&offsets).expect("checkpoint");
+        }
+    }
+    p.checkpoint(&offsets).expect("checkpoint");
+    (count, bytes)
+}
