@@ -24,11 +24,11 @@ fn keys() -> u64 {
 
 fn regular_left_join(c: &mut Criterion) {
     let config = workload::config();
-    let records = workload::records(keys());
+    let records = workload::as_rows(&workload::records(keys()));
     let mut group = c.benchmark_group("regular_join");
     group.sample_size(10);
     group.throughput(Throughput::Elements(records.len() as u64));
-    // Parsed rows moved in (cloned outside the timed part): decode, join, filter, projection.
+    // Decoded rows moved in (cloned outside the timed part): join, filter, projection.
     group.bench_function("left_join_pk_updates", |b| {
         b.iter_batched(
             || records.clone(),
@@ -41,7 +41,7 @@ fn regular_left_join(c: &mut Criterion) {
         )
     });
     // The same from JSON bytes: parsing included, as `sidejoin run` does per Kafka record.
-    let bytes = workload::as_bytes(&records);
+    let bytes = workload::as_bytes(&workload::records(keys()));
     group.bench_function("left_join_pk_updates_from_bytes", |b| {
         b.iter(|| {
             workload::run_bytes(&config, &bytes, |c| {
@@ -56,7 +56,7 @@ fn regular_left_join(c: &mut Criterion) {
 /// (about one match per row), parsed rows moved in, outputs to `black_box`.
 fn interval_left_join(c: &mut Criterion) {
     let config = workload::interval_config();
-    let records = workload::interval_records(1_000_000, 100_000);
+    let records = workload::as_rows(&workload::interval_records(1_000_000, 100_000));
     let mut group = c.benchmark_group("interval_join");
     group.sample_size(10);
     group.throughput(Throughput::Elements(records.len() as u64));

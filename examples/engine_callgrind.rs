@@ -31,6 +31,7 @@ fn main() {
     };
     let n = records.len();
     let bytes = workload::as_bytes(&records);
+    let records = workload::as_rows(&records);
     let started = std::time::Instant::now();
     let (outputs, state) = workload::run(&config, records, |c| {
         black_box(c);

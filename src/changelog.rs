@@ -4,10 +4,13 @@
 //! Nothing here knows about Kafka, formats or state; these are plain data types.
 
 use std::fmt;
-use std::sync::Arc;
 
-/// A row: column name → JSON value. A missing column reads as `null` (SPEC §1).
-pub type Row = serde_json::Map<String, serde_json::Value>;
+/// A row: a JSON object, column name → value; a missing column reads as `null` (SPEC §1).
+pub use crate::row::Row;
+
+/// A Kafka partition number, as Kafka numbers them (`i32`), from the consumer to the state
+/// layout. Input partitions are never negative.
+pub type Partition = i32;
 
 /// One of the two join inputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -129,7 +132,7 @@ pub enum Event {
 pub struct Input {
     pub side: Side,
     /// The input partition: the task whose state and stream time the record belongs to.
-    pub partition: u32,
+    pub partition: Partition,
     /// Kafka record timestamp, epoch milliseconds.
     pub timestamp: i64,
     /// The row's event time for interval joins (from `SIDEJOIN_<SIDE>_TIME`), epoch ms.
@@ -146,14 +149,14 @@ pub struct Input {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JoinedChange {
     pub kind: Kind,
-    pub left: Option<Arc<Row>>,
-    pub right: Option<Arc<Row>>,
+    pub left: Option<Row>,
+    pub right: Option<Row>,
     /// The `-D` of a null-padded row that just got its first match (SPEC §3.3).
     pub generated: bool,
 }
 
 impl JoinedChange {
-    pub fn new(kind: Kind, side: Side, this: Option<Arc<Row>>, other: Option<Arc<Row>>) -> Self {
+    pub fn new(kind: Kind, side: Side, this: Option<Row>, other: Option<Row>) -> Self {
         let (left, right) = match side {
             Side::Left => (this, other),
             Side::Right => (other, this),

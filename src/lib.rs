@@ -12,6 +12,7 @@ pub mod kafka;
 pub mod metrics;
 pub mod pipeline;
 pub mod replay;
+pub mod row;
 pub mod runtime;
 pub mod sink;
 pub mod stats;

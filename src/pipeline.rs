@@ -1,18 +1,21 @@
-//! One record through sidejoin: decode → (interval joins: row time) → engine → generated-
-//! retraction filter → projection → output key. Replay and the Kafka runtime both drive this, so
-//! they cannot disagree.
+//! One record through sidejoin: bytes → decode → (interval joins: row time) → engine →
+//! generated-retraction filter → projection and output key, as bytes. Replay and the Kafka
+//! runtime both drive this, from the record's key and value bytes, so they cannot disagree.
 //!
-//! The pipeline does not decide what happens to an undecodable record (`SIDEJOIN_ON_ERROR`): it
-//! counts it, lets it advance stream time, and returns the error to its caller.
+//! The pipeline does not execute `SIDEJOIN_ON_ERROR`: it counts an undecodable record, lets it
+//! advance stream time, returns the error, and `dispatch` says (and counts) what the caller must
+//! do with it — the one place that reads the setting.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use crate::changelog::{Event, Input, JoinedChange, Side};
-use crate::config::{Config, OutputSpec, SideSpec, TimeSource};
-use crate::engine::project::Projection;
-use crate::engine::{Engine, JoinState};
-use crate::format::{self, DecodeError};
-use crate::sink::{self, OutChange, OutRecord};
+use crate::changelog::{Event, Input, JoinedChange, Partition, Side};
+use crate::config::{Config, OnError, OutputMode, TimeSource};
+use crate::engine::column::Column;
+use crate::engine::project::{OutputKey, Projection};
+use crate::engine::state::{StateError, StateValue};
+use crate::engine::{layout, Engine, JoinState};
+use crate::format::{DecodeError, Decoder};
+use crate::sink::{self, Projected, Records};
 use crate::stats::{DropReason, Stats};
 
 /// Where a record came from: its side, input partition, Kafka timestamp (epoch ms) and the
@@ -20,41 +23,65 @@ use crate::stats::{DropReason, Stats};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Origin {
     pub side: Side,
-    pub partition: u32,
+    pub partition: Partition,
     pub timestamp: i64,
     pub processing_time: i64,
 }
 
-/// What one input record produced: its changes, and the decode error if it could not be
-/// decoded (the record still advanced time, which may have produced changes of other rows).
-#[derive(Debug, Default)]
-pub struct Processed {
-    pub changes: Vec<OutChange>,
-    pub error: Option<DecodeError>,
+/// What to do with a record that could not be decoded (`SIDEJOIN_ON_ERROR`, SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorAction {
+    /// Stop; the record and everything after it stay unprocessed.
+    Fail,
+    /// Write the original record to the dead-letter topic.
+    DeadLetter,
+    /// Count and drop it.
+    Skip,
 }
+
+/// `(topic, partition)` → the next offset to consume there.
+pub type Offsets = BTreeMap<(String, Partition), i64>;
 
 /// The join of one configuration over one state store.
 pub struct Pipeline<S: JoinState> {
-    sides: [SideSpec; 2],
-    interval: bool,
-    output: OutputSpec,
+    decoders: [Decoder; 2],
+    /// The interval join's time column per side (`None`: the Kafka timestamp).
+    time: Option<[Option<Column>; 2]>,
+    mode: OutputMode,
+    on_error: OnError,
     engine: Engine,
     projection: Projection,
+    key: OutputKey,
     state: S,
     joined: Vec<JoinedChange>,
+    projected: Projected,
 }
 
 impl<S: JoinState> Pipeline<S> {
     pub fn new(config: &Config, state: S) -> Self {
         let engine = Engine::new(&config.join);
+        let projection = engine.plan().projection.clone();
+        let time_column = |side: Side| match &config.join.side(side).time {
+            TimeSource::RecordTimestamp => None,
+            TimeSource::Column(c) => Some(Column::new(c.as_str())),
+        };
         Pipeline {
-            sides: [config.join.left.clone(), config.join.right.clone()],
-            interval: config.join.interval.is_some(),
-            output: config.output.clone(),
-            projection: engine.plan().projection.clone(),
+            decoders: [
+                Decoder::new(&config.join.left),
+                Decoder::new(&config.join.right),
+            ],
+            time: config
+                .join
+                .interval
+                .map(|_| [time_column(Side::Left), time_column(Side::Right)]),
+            mode: config.output.mode,
+            on_error: config.process.on_error,
+            key: OutputKey::new(&config.output.key, &projection),
+            projection,
             engine,
             state,
             joined: Vec::new(),
+            projected: Projected::default(),
         }
     }
 
@@ -76,23 +103,19 @@ impl<S: JoinState> Pipeline<S> {
 
     /// The input partitions this pipeline processes (the interval join's watermark waits for
     /// every one of them).
-    pub fn set_partitions(&mut self, partitions: &[u32], processing_time: i64) {
+    pub fn set_partitions(&mut self, partitions: &[Partition], processing_time: i64) {
         self.engine.set_partitions(partitions, processing_time);
     }
 
-    /// Makes the state durable together with `offsets` (`(topic, partition)` → next offset), in
-    /// one atomic write for durable stores.
-    pub fn checkpoint(
-        &mut self,
-        offsets: &std::collections::BTreeMap<(String, i32), i64>,
-    ) -> Result<(), crate::engine::state::StateError> {
+    /// Makes the state durable together with `offsets`, in one atomic write for durable stores.
+    pub fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), StateError> {
         let mut group = Vec::new();
         for ((topic, partition), offset) in offsets {
-            crate::engine::layout::meta_group(&mut group, (*partition).max(0) as u32);
+            layout::meta_group(&mut group, *partition);
             self.state.put(
                 &group,
-                &crate::engine::layout::offset_item(topic),
-                crate::engine::state::StateValue::Bytes(offset.to_be_bytes().to_vec()),
+                &layout::offset_item(topic),
+                StateValue::Bytes(offset.to_be_bytes().to_vec()),
             );
         }
         self.engine.checkpoint(&mut self.state);
@@ -100,51 +123,55 @@ impl<S: JoinState> Pipeline<S> {
     }
 
     /// The next offset of `topic`/`partition` already reflected in the state, if recorded.
-    pub fn persisted_offset(&mut self, topic: &str, partition: u32) -> Option<i64> {
+    pub fn persisted_offset(&mut self, topic: &str, partition: Partition) -> Option<i64> {
         let mut group = Vec::new();
-        crate::engine::layout::meta_group(&mut group, partition);
+        layout::meta_group(&mut group, partition);
         self.state
-            .get(&group, &crate::engine::layout::offset_item(topic))
+            .get(&group, &layout::offset_item(topic))
             .and_then(|v| v.as_i64())
     }
 
-    /// Loads what the state holds about `partition` (row counts, watermarks) after an assignment.
-    pub fn restore_partition(&mut self, partition: u32, processing_time: i64) {
+    /// Loads what the state holds about `partition` (row counts, stream time, watermarks) after
+    /// an assignment.
+    pub fn restore_partition(&mut self, partition: Partition, processing_time: i64) {
         self.engine
             .restore_partition(&mut self.state, partition, processing_time);
     }
 
     /// Deletes `partition`'s state for good (stale: another instance moved past it).
-    pub fn delete_partition(
-        &mut self,
-        partition: u32,
-    ) -> Result<(), crate::engine::state::StateError> {
+    pub fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
         self.engine.release_partition(&mut self.state, partition);
         self.state.delete_partition(partition)
     }
 
     /// Forgets a revoked partition's state.
-    pub fn release_partition(&mut self, partition: u32) {
+    pub fn release_partition(&mut self, partition: Partition) {
         self.engine.release_partition(&mut self.state, partition);
     }
 
-    /// Processes one record whose key and value are already parsed (`None` = absent/null).
+    /// Processes one record from its key and value bytes (`None` = absent). Its changes are in
+    /// `changes()` until the next call; the error, if it could not be decoded, is returned (the
+    /// record still advanced time, which may have produced changes of other rows).
     pub fn process(
         &mut self,
         origin: Origin,
-        key: Option<Value>,
-        value: Option<Value>,
-    ) -> Processed {
-        let decoded = format::decode(&self.sides[origin.side.index()], key, value);
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Option<DecodeError> {
+        let decoded = self.decoders[origin.side.index()].decode(key, value);
         self.process_decoded(origin, decoded)
     }
 
     /// The row time of an interval-join event (SPEC §4).
     fn row_time(&self, origin: Origin, event: &Event) -> Result<i64, DecodeError> {
-        match (&self.sides[origin.side.index()].time, event) {
-            (TimeSource::RecordTimestamp, _) => Ok(origin.timestamp),
-            (TimeSource::Column(c), Event::Change(_, row)) => format::parse_time(row.get(c), c),
-            (TimeSource::Column(_), _) => Err(DecodeError::new(
+        let column = self
+            .time
+            .as_ref()
+            .and_then(|t| t[origin.side.index()].as_ref());
+        match (column, event) {
+            (None, _) => Ok(origin.timestamp),
+            (Some(c), Event::Change(_, row)) => crate::format::parse_time(c.get(row), c.name()),
+            (Some(_), _) => Err(DecodeError::new(
                 "an interval join needs insert-only records",
             )),
         }
@@ -155,11 +182,11 @@ impl<S: JoinState> Pipeline<S> {
         &mut self,
         origin: Origin,
         decoded: Result<Option<Event>, DecodeError>,
-    ) -> Processed {
+    ) -> Option<DecodeError> {
         let side = origin.side.index();
         self.engine.stats_mut().records_in[side] += 1;
         let decoded = decoded.and_then(|event| match event {
-            Some(e) if self.interval => self.row_time(origin, &e).map(|t| Some((e, Some(t)))),
+            Some(e) if self.time.is_some() => self.row_time(origin, &e).map(|t| Some((e, Some(t)))),
             Some(e) => Ok(Some((e, None))),
             None => Ok(None),
         });
@@ -187,48 +214,62 @@ impl<S: JoinState> Pipeline<S> {
         self.joined.clear();
         self.engine
             .process(&mut self.state, input, &mut self.joined);
-        Processed {
-            changes: self.project(),
-            error,
+        self.project();
+        error
+    }
+
+    /// What `SIDEJOIN_ON_ERROR` says to do with a record `process` could not decode; counts a
+    /// dead-lettered record.
+    pub fn dispatch(&mut self) -> ErrorAction {
+        match self.on_error {
+            OnError::Fail => ErrorAction::Fail,
+            OnError::Dlq => {
+                self.engine.stats_mut().dlq_records += 1;
+                ErrorAction::DeadLetter
+            }
+            OnError::Skip => ErrorAction::Skip,
         }
     }
 
-    /// Processing time moved on (run mode): what `SIDEJOIN_MAX_WAIT` and idle partitions release.
-    pub fn tick(&mut self, processing_time: i64) -> Vec<OutChange> {
+    /// Processing time moved on (run mode): what `SIDEJOIN_MAX_WAIT` and idle partitions release,
+    /// in `changes()`.
+    pub fn tick(&mut self, processing_time: i64) {
         self.joined.clear();
         self.engine
             .tick(&mut self.state, processing_time, &mut self.joined);
-        self.project()
+        self.project();
     }
 
-    /// End of a finite input (replay): what the interval join still holds back.
-    pub fn flush(&mut self) -> Vec<OutChange> {
+    /// End of a finite input (replay): what the interval join still holds back, in `changes()`.
+    pub fn flush(&mut self) {
         self.joined.clear();
         self.engine.flush(&mut self.state, &mut self.joined);
-        self.project()
+        self.project();
     }
 
-    /// The output records for the changes of one input record, in the configured output mode.
-    pub fn records(&self, changes: Vec<OutChange>) -> Vec<OutRecord> {
-        let mut records = Vec::with_capacity(changes.len());
-        sink::encode(self.output.mode, changes, &mut records);
-        records
+    /// The projected changes of the last `process`, `tick` or `flush`.
+    pub fn changes(&self) -> &Projected {
+        &self.projected
     }
 
-    /// Projects what the engine emitted for the current record.
-    fn project(&mut self) -> Vec<OutChange> {
-        let mut changes = Vec::with_capacity(self.joined.len());
-        for c in self.joined.drain(..) {
-            let (l, r) = (c.left.as_deref(), c.right.as_deref());
-            let row = self.projection.project(l, r);
-            let key = sink::output_key(&self.output.key, &row, l, r);
+    /// Appends the output records for `changes()`, in the configured output mode, stamped
+    /// `timestamp`.
+    pub fn records(&self, timestamp: i64, out: &mut Records) {
+        sink::encode(self.mode, &self.projected, timestamp, out);
+    }
+
+    /// Projects what the engine emitted.
+    fn project(&mut self) {
+        self.projected.clear();
+        for c in &self.joined {
+            self.projected.push(
+                c.kind,
+                &self.projection,
+                &self.key,
+                c.left.as_ref(),
+                c.right.as_ref(),
+            );
             self.engine.stats_mut().record_out(c.kind);
-            changes.push(OutChange {
-                kind: c.kind,
-                key,
-                row,
-            });
         }
-        changes
     }
 }

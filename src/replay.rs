@@ -8,13 +8,15 @@
 
 use std::io::{self, BufRead, Write};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::changelog::Side;
-use crate::config::{Config, OnError};
+use crate::changelog::{Partition, Side};
+use crate::config::Config;
 use crate::engine::JoinState;
-use crate::pipeline::{Origin, Pipeline};
-use crate::sink::OutChange;
+use crate::pipeline::{ErrorAction, Origin, Pipeline};
+use crate::row::scan::{self, Kind};
+use crate::row::Json;
+use crate::sink::Records;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReplayOptions {
@@ -36,88 +38,105 @@ pub enum ReplayError {
     Io(#[from] io::Error),
 }
 
-/// One parsed input line.
-struct Line {
+/// One parsed input line; `key` and `value` are the record's bytes (JSON text).
+struct Line<'a> {
     side: Side,
-    key: Option<Value>,
-    value: Option<Value>,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
     timestamp: Option<i64>,
-    partition: u32,
+    partition: Partition,
 }
 
-fn parse_line(text: &str) -> Result<Line, String> {
-    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let Value::Object(mut m) = v else {
+fn parse_line(text: &str) -> Result<Line<'_>, String> {
+    let bytes = text.as_bytes();
+    let scanned = scan::scan(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    if scanned.kind != Kind::Object {
         return Err("not a JSON object".into());
+    }
+    let field = |name: &str| {
+        scanned
+            .members
+            .iter()
+            .rev()
+            .find(|m| &bytes[m.name.0..m.name.1] == name.as_bytes())
+            .map(|m| Json::new_unchecked(&bytes[m.value.0..m.value.1]))
     };
-    let side = match m.get("side") {
-        Some(Value::String(s)) if s == "left" => Side::Left,
-        Some(Value::String(s)) if s == "right" => Side::Right,
+    let side = match field("side") {
+        Some(v) if v.as_str().as_deref() == Some("left") => Side::Left,
+        Some(v) if v.as_str().as_deref() == Some("right") => Side::Right,
         Some(other) => {
             return Err(format!(
-                "`side` must be \"left\" or \"right\", found {other}"
+                "`side` must be \"left\" or \"right\", found {other:?}"
             ))
         }
         None => return Err("missing `side` (\"left\" or \"right\")".into()),
     };
-    let timestamp = match m.get("timestamp") {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) if n.as_i64().is_some() => n.as_i64(),
-        Some(other) => {
-            return Err(format!(
-                "`timestamp` must be epoch milliseconds (an integer), found {other}"
-            ))
-        }
-    };
-    let partition = match m.get("partition") {
-        None | Some(Value::Null) => 0,
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|p| p <= u64::from(u32::MAX)) => {
-            n.as_u64().unwrap_or(0) as u32
+    let timestamp = match field("timestamp") {
+        None => None,
+        Some(v) if v.is_null() => None,
+        Some(v)
+            if v.kind() == Kind::Number
+                && !v.as_bytes().contains(&b'.')
+                && v.as_i64().is_some() =>
+        {
+            v.as_i64()
         }
         Some(other) => {
             return Err(format!(
-                "`partition` must be a non-negative integer, found {other}"
+                "`timestamp` must be epoch milliseconds (an integer), found {other:?}"
             ))
         }
     };
-    let take = |v: Option<Value>| v.filter(|v| !v.is_null());
+    let partition = match field("partition") {
+        None => 0,
+        Some(v) if v.is_null() => 0,
+        Some(v)
+            if v.kind() == Kind::Number
+                && v.as_i64()
+                    .is_some_and(|p| (0..=i64::from(Partition::MAX)).contains(&p))
+                && !v.as_bytes().contains(&b'.') =>
+        {
+            v.as_i64().unwrap_or(0) as Partition
+        }
+        Some(other) => {
+            return Err(format!(
+                "`partition` must be a non-negative integer, found {other:?}"
+            ))
+        }
+    };
+    let bytes_of = |name: &str| field(name).filter(|v| !v.is_null()).map(|v| v.as_bytes());
     Ok(Line {
         side,
-        key: take(m.remove("key")),
-        value: take(m.remove("value")),
+        key: bytes_of("key"),
+        value: bytes_of("value"),
         timestamp,
         partition,
     })
 }
 
-/// A Kafka key as JSON (keys are JSON text; anything else is shown as a string).
-fn key_json(key: &[u8]) -> Value {
-    serde_json::from_slice(key)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(key).into_owned()))
-}
-
 fn write_changes<S: JoinState>(
     pipeline: &Pipeline<S>,
-    changes: Vec<OutChange>,
     cause: usize,
     opts: ReplayOptions,
+    records: &mut Records,
     out: &mut impl Write,
 ) -> io::Result<()> {
     if opts.records {
-        for r in pipeline.records(changes) {
-            serde_json::to_writer(
-                &mut *out,
-                &json!({"key": r.key.map(|k| key_json(&k)), "value": r.value, "cause": cause}),
-            )?;
-            out.write_all(b"\n")?;
+        records.clear();
+        pipeline.records(0, records);
+        for r in &records.records {
+            out.write_all(b"{\"key\":")?;
+            out.write_all(records.key(r).unwrap_or(b"null"))?;
+            out.write_all(b",\"value\":")?;
+            out.write_all(records.value(r).unwrap_or(b"null"))?;
+            writeln!(out, ",\"cause\":{cause}}}")?;
         }
     } else {
-        for c in changes {
-            serde_json::to_writer(
-                &mut *out,
-                &json!({"op": c.kind.short(), "row": c.row, "cause": cause}),
-            )?;
-            out.write_all(b"\n")?;
+        let changes = pipeline.changes();
+        for c in &changes.changes {
+            write!(out, "{{\"op\":\"{}\",\"row\":", c.kind.short())?;
+            out.write_all(changes.row(c))?;
+            writeln!(out, ",\"cause\":{cause}}}")?;
         }
     }
     Ok(())
@@ -145,8 +164,8 @@ pub fn replay<S: JoinState>(
 
 /// The input partitions named by `lines` (at least partition 0): replay's stand-in for a
 /// consumer assignment, which the interval join's watermark waits for.
-fn partitions(lines: &[String]) -> Vec<u32> {
-    let mut ps: Vec<u32> = lines
+fn partitions(lines: &[String]) -> Vec<Partition> {
+    let mut ps: Vec<Partition> = lines
         .iter()
         .filter_map(|l| parse_line(l).ok())
         .map(|l| l.partition)
@@ -174,6 +193,7 @@ fn run_lines<S: JoinState>(
     } else {
         Box::new(input.lines())
     };
+    let mut records = Records::default();
     let mut timestamp = 0i64;
     for (i, text) in lines.enumerate() {
         let n = i + 1;
@@ -190,29 +210,30 @@ fn run_lines<S: JoinState>(
             timestamp,
             processing_time: 0,
         };
-        let processed = pipeline.process(origin, line.key, line.value);
-        write_changes(pipeline, processed.changes, n, opts, out)?;
-        if let Some(e) = processed.error {
-            let action = config.process.on_error;
+        let error = pipeline.process(origin, line.key, line.value);
+        write_changes(pipeline, n, opts, &mut records, out)?;
+        if let Some(e) = error {
+            let action = pipeline.dispatch();
+            let name = match action {
+                ErrorAction::Fail => "fail",
+                ErrorAction::DeadLetter => "dlq",
+                ErrorAction::Skip => "skip",
+            };
             writeln!(
                 err,
                 "{}",
-                json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": action.name()})
+                json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": name})
             )?;
-            match action {
-                OnError::Fail => {
-                    return Err(ReplayError::Failed {
-                        line: n,
-                        side: line.side,
-                        error: e.to_string(),
-                    })
-                }
-                OnError::Dlq => pipeline.stats_mut().dlq_records += 1,
-                OnError::Skip => {}
+            if action == ErrorAction::Fail {
+                return Err(ReplayError::Failed {
+                    line: n,
+                    side: line.side,
+                    error: e.to_string(),
+                });
             }
         }
     }
-    let rest = pipeline.flush();
-    write_changes(pipeline, rest, 0, opts, out)?;
+    pipeline.flush();
+    write_changes(pipeline, 0, opts, &mut records, out)?;
     Ok(())
 }

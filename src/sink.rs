@@ -1,187 +1,214 @@
 //! Output modes (SPEC §5): the projected changes one input record caused → the Kafka records the
-//! output topic gets, as JSON keys and values (bytes are made by the caller).
+//! output topic gets, written as bytes into one buffer (no tree, no allocation per record).
 //!
 //! - `changelog`: Debezium envelopes; an adjacent `-U`/`+U` pair with the same key is one `u`.
 //! - `upsert`: folded per key (last wins, in order of each key's first change); retractions are
 //!   tombstones.
 //! - `append`: the rows (configuration guarantees the join is insert-only).
 
-use std::collections::HashMap;
+use std::ops::Range;
 
-use serde::Serialize;
-use serde_json::{Number, Value};
+use crate::changelog::{Kind, Row};
+use crate::config::OutputMode;
+use crate::engine::project::{OutCol, OutputKey, Projection};
 
-use crate::changelog::{Kind, Row, Side};
-use crate::config::{KeyColumn, KeySource, OutputMode};
-use crate::engine::project::OutRow;
-
-/// A projected output change with its output key: compact JSON bytes, exactly the Kafka key.
-#[derive(Debug, Clone, PartialEq)]
+/// A projected output change: its row and key are ranges of `Projected::bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutChange {
     pub kind: Kind,
-    pub key: Option<Vec<u8>>,
-    pub row: OutRow,
+    pub key: Option<Range<usize>>,
+    pub row: Range<usize>,
 }
 
-/// The value of an output record, serialised as JSON.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum RecordValue {
-    /// `upsert` and `append`: the row itself.
-    Row(OutRow),
-    /// `changelog`: a Debezium envelope.
-    Envelope {
-        before: Option<OutRow>,
-        after: Option<OutRow>,
-        op: &'static str,
-    },
+/// The projected changes of one input record (or one tick), in emission order.
+#[derive(Debug, Default)]
+pub struct Projected {
+    pub bytes: Vec<u8>,
+    pub changes: Vec<OutChange>,
+    cols: Vec<OutCol>,
 }
 
-/// One record for the output topic: `value: None` is a tombstone.
-#[derive(Debug, Clone, PartialEq)]
+impl Projected {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.changes.clear();
+    }
+
+    /// Projects one joined change and its output key.
+    pub fn push(
+        &mut self,
+        kind: Kind,
+        projection: &Projection,
+        key: &OutputKey,
+        left: Option<&Row>,
+        right: Option<&Row>,
+    ) {
+        let start = self.bytes.len();
+        projection.project_into(left, right, &mut self.bytes, &mut self.cols);
+        let row = start..self.bytes.len();
+        let key = (!key.is_empty()).then(|| {
+            let start = self.bytes.len();
+            key.write(&mut self.bytes, &self.cols, left, right);
+            start..self.bytes.len()
+        });
+        self.changes.push(OutChange { kind, key, row });
+    }
+
+    pub fn row(&self, c: &OutChange) -> &[u8] {
+        &self.bytes[c.row.clone()]
+    }
+
+    pub fn key(&self, c: &OutChange) -> Option<&[u8]> {
+        c.key.clone().map(|k| &self.bytes[k])
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+/// One record for the output topic: key and value are ranges of `Records::bytes`; `value:
+/// None` is a tombstone.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutRecord {
-    pub key: Option<Vec<u8>>,
-    pub value: Option<RecordValue>,
+    pub key: Option<Range<usize>>,
+    pub value: Option<Range<usize>>,
+    /// The timestamp of the input record that caused it (epoch ms).
+    pub timestamp: i64,
 }
 
-/// Integral numbers without a fraction, so `1` and `1.0` give the same key bytes.
-pub fn normalize_number(v: &Value) -> Value {
-    match v {
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            if f.fract() == 0.0 && f.abs() < 9.0e15 {
-                Value::Number(Number::from(f as i64))
-            } else {
-                v.clone()
-            }
-        }
-        Value::Array(a) => Value::Array(a.iter().map(normalize_number).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), normalize_number(v)))
-                .collect(),
-        ),
-        other => other.clone(),
+/// Output records, their bytes in one buffer.
+#[derive(Debug, Default)]
+pub struct Records {
+    pub bytes: Vec<u8>,
+    pub records: Vec<OutRecord>,
+}
+
+impl Records {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.records.clear();
     }
-}
 
-/// Writes a key value: integral numbers without a fraction (`1.0` as `1`).
-fn write_key_value(v: &Value, out: &mut Vec<u8>) {
-    let written = match v {
-        Value::Number(n) if n.is_f64() => match normalize_number(v) {
-            Value::Number(m) => serde_json::to_writer(&mut *out, &m),
-            other => serde_json::to_writer(&mut *out, &other),
-        },
-        Value::Array(_) | Value::Object(_) => {
-            serde_json::to_writer(&mut *out, &normalize_number(v))
-        }
-        other => serde_json::to_writer(&mut *out, other),
-    };
-    // Writing JSON values into a Vec cannot fail.
-    debug_assert!(written.is_ok());
-}
-
-/// The output key of a change: compact JSON of the key columns in `SIDEJOIN_OUTPUT_KEY` order,
-/// e.g. `{"user_id":"1"}`, or `None` when the output has no key.
-pub fn output_key(
-    key: &[KeyColumn],
-    row: &OutRow,
-    left: Option<&Row>,
-    right: Option<&Row>,
-) -> Option<Vec<u8>> {
-    if key.is_empty() {
-        return None;
+    pub fn len(&self) -> usize {
+        self.records.len()
     }
-    let mut out = Vec::with_capacity(16 * key.len());
-    out.push(b'{');
-    for (i, k) in key.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let v = match &k.source {
-            KeySource::Output => row.get(&k.name),
-            KeySource::Input(side, col) => match side {
-                Side::Left => left,
-                Side::Right => right,
-            }
-            .and_then(|r| r.get(col)),
-        };
-        let name = serde_json::to_writer(&mut out, k.name.as_str());
-        debug_assert!(name.is_ok());
-        out.push(b':');
-        write_key_value(v.unwrap_or(&Value::Null), &mut out);
-    }
-    out.push(b'}');
-    Some(out)
-}
 
-fn changelog(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
-    let mut it = changes.into_iter().peekable();
-    while let Some(c) = it.next() {
-        let value = match c.kind {
-            Kind::UpdateBefore
-                if it
-                    .peek()
-                    .is_some_and(|n| n.kind == Kind::UpdateAfter && n.key == c.key) =>
-            {
-                RecordValue::Envelope {
-                    before: Some(c.row),
-                    after: it.next().map(|n| n.row),
-                    op: "u",
-                }
-            }
-            Kind::Insert | Kind::UpdateAfter => RecordValue::Envelope {
-                before: None,
-                after: Some(c.row),
-                op: "c",
-            },
-            Kind::UpdateBefore | Kind::Delete => RecordValue::Envelope {
-                before: Some(c.row),
-                after: None,
-                op: "d",
-            },
-        };
-        out.push(OutRecord {
-            key: c.key,
-            value: Some(value),
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    pub fn key(&self, r: &OutRecord) -> Option<&[u8]> {
+        r.key.clone().map(|k| &self.bytes[k])
+    }
+
+    pub fn value(&self, r: &OutRecord) -> Option<&[u8]> {
+        r.value.clone().map(|v| &self.bytes[v])
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Range<usize> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        start..self.bytes.len()
+    }
+
+    /// Appends a record with the given key and value bytes.
+    pub fn push(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, timestamp: i64) {
+        let key = key.map(|k| self.put(k));
+        let value = value.map(|v| self.put(v));
+        self.records.push(OutRecord {
+            key,
+            value,
+            timestamp,
         });
     }
 }
 
-fn upsert(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
-    // Key bytes → index in `out`; the key bytes are what Kafka compacts on.
-    let mut seen: HashMap<Vec<u8>, usize> = HashMap::with_capacity(changes.len());
-    for c in changes {
-        let value = c.kind.is_accumulate().then(|| RecordValue::Row(c.row));
-        match seen.get(c.key.as_deref().unwrap_or_default()) {
-            Some(&i) => out[i].value = value,
+/// Writes a Debezium envelope `{"before":…,"after":…,"op":…}`.
+fn envelope(
+    out: &mut Records,
+    before: Option<&[u8]>,
+    after: Option<&[u8]>,
+    op: &str,
+) -> Range<usize> {
+    let start = out.bytes.len();
+    let b = &mut out.bytes;
+    b.extend_from_slice(b"{\"before\":");
+    b.extend_from_slice(before.unwrap_or(b"null"));
+    b.extend_from_slice(b",\"after\":");
+    b.extend_from_slice(after.unwrap_or(b"null"));
+    b.extend_from_slice(b",\"op\":\"");
+    b.extend_from_slice(op.as_bytes());
+    b.extend_from_slice(b"\"}");
+    start..b.len()
+}
+
+fn changelog(p: &Projected, timestamp: i64, out: &mut Records) {
+    let mut i = 0;
+    while i < p.changes.len() {
+        let c = &p.changes[i];
+        let key = p.key(c);
+        let next = p.changes.get(i + 1);
+        let (before, after, op) = match c.kind {
+            Kind::UpdateBefore
+                if next.is_some_and(|n| n.kind == Kind::UpdateAfter && p.key(n) == key) =>
+            {
+                i += 1;
+                (Some(p.row(c)), next.map(|n| p.row(n)), "u")
+            }
+            Kind::Insert | Kind::UpdateAfter => (None, Some(p.row(c)), "c"),
+            Kind::UpdateBefore | Kind::Delete => (Some(p.row(c)), None, "d"),
+        };
+        let key = key.map(|k| out.put(k));
+        let value = envelope(out, before, after, op);
+        out.records.push(OutRecord {
+            key,
+            value: Some(value),
+            timestamp,
+        });
+        i += 1;
+    }
+}
+
+fn upsert(p: &Projected, timestamp: i64, out: &mut Records) {
+    let first = out.records.len();
+    for c in &p.changes {
+        let key = p.key(c).unwrap_or_default();
+        let value = c.kind.is_accumulate().then(|| p.row(c));
+        // The changes of one record are few: a linear search over this record's outputs.
+        let existing = (first..out.records.len())
+            .find(|&i| out.key(&out.records[i]).unwrap_or_default() == key);
+        match existing {
+            Some(i) => out.records[i].value = value.map(|v| out.put(v)),
             None => {
-                seen.insert(c.key.clone().unwrap_or_default(), out.len());
-                out.push(OutRecord { key: c.key, value });
+                let key = p.key(c).map(|k| out.put(k));
+                let value = value.map(|v| out.put(v));
+                out.records.push(OutRecord {
+                    key,
+                    value,
+                    timestamp,
+                });
             }
         }
     }
 }
 
-fn append(changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
-    for c in changes {
+fn append(p: &Projected, timestamp: i64, out: &mut Records) {
+    for c in &p.changes {
         // Configuration refuses `append` unless the join is insert-only (SPEC §5).
         debug_assert!(c.kind.is_accumulate(), "append output got {}", c.kind);
         if c.kind.is_accumulate() {
-            out.push(OutRecord {
-                key: c.key,
-                value: Some(RecordValue::Row(c.row)),
-            });
+            out.push(p.key(c), Some(p.row(c)), timestamp);
         }
     }
 }
 
-/// Encodes the changes caused by one input record, appending records to `out`.
-pub fn encode(mode: OutputMode, changes: Vec<OutChange>, out: &mut Vec<OutRecord>) {
+/// Encodes the changes caused by one input record, appending records stamped `timestamp`.
+pub fn encode(mode: OutputMode, p: &Projected, timestamp: i64, out: &mut Records) {
     match mode {
-        OutputMode::Changelog => changelog(changes, out),
-        OutputMode::Upsert => upsert(changes, out),
-        OutputMode::Append => append(changes, out),
+        OutputMode::Changelog => changelog(p, timestamp, out),
+        OutputMode::Upsert => upsert(p, timestamp, out),
+        OutputMode::Append => append(p, timestamp, out),
     }
 }
 
@@ -189,94 +216,78 @@ pub fn encode(mode: OutputMode, changes: Vec<OutChange>, out: &mut Vec<OutRecord
 mod tests {
     use super::*;
 
-    use crate::engine::project::{Projection, SelectItem};
-    use serde_json::json;
+    use crate::changelog::Side;
+    use crate::config::select::SelectItem;
+    use crate::config::{KeyColumn, KeySource};
+    use serde_json::{json, Value};
 
-    fn ch(kind: Kind, key: i64, v: &str) -> OutChange {
-        let row = json!({"k": key, "v": v}).as_object().unwrap().clone();
-        OutChange {
-            kind,
-            key: Some(format!("{{\"k\":{key}}}").into_bytes()),
-            row: Projection::new(vec![SelectItem::All(Side::Left)]).project(Some(&row), None),
+    fn projected(changes: &[(Kind, i64, &str)]) -> Projected {
+        let projection = Projection::new(vec![SelectItem::All(Side::Left)]);
+        let key = OutputKey::new(
+            &[KeyColumn {
+                name: "k".into(),
+                source: KeySource::Output,
+            }],
+            &projection,
+        );
+        let mut p = Projected::default();
+        for (kind, k, v) in changes {
+            let row = Row::from_value(&json!({"k": k, "v": v})).unwrap();
+            p.push(*kind, &projection, &key, Some(&row), None);
         }
+        p
     }
 
-    fn value(r: &OutRecord) -> Value {
-        serde_json::to_value(&r.value).unwrap()
+    fn values(out: &Records) -> Vec<Value> {
+        out.records
+            .iter()
+            .map(|r| {
+                out.value(r)
+                    .map_or(Value::Null, |v| serde_json::from_slice(v).unwrap())
+            })
+            .collect()
     }
 
     #[test]
     fn changelog_merges_adjacent_pairs_with_one_key() {
-        let mut out = Vec::new();
-        encode(
-            OutputMode::Changelog,
-            vec![
-                ch(Kind::UpdateBefore, 1, "a"),
-                ch(Kind::UpdateAfter, 1, "b"),
-                ch(Kind::UpdateBefore, 1, "b"),
-                ch(Kind::UpdateAfter, 2, "c"),
-            ],
-            &mut out,
-        );
-        let ops: Vec<Value> = out.iter().map(|r| value(r)["op"].clone()).collect();
+        let mut out = Records::default();
+        let p = projected(&[
+            (Kind::UpdateBefore, 1, "a"),
+            (Kind::UpdateAfter, 1, "b"),
+            (Kind::UpdateBefore, 1, "b"),
+            (Kind::UpdateAfter, 2, "c"),
+        ]);
+        encode(OutputMode::Changelog, &p, 7, &mut out);
+        let v = values(&out);
+        let ops: Vec<Value> = v.iter().map(|r| r["op"].clone()).collect();
         assert_eq!(ops, ["u", "d", "c"]);
-        assert_eq!(value(&out[0])["after"]["v"], "b");
-        assert_eq!(value(&out[2])["before"], Value::Null);
+        assert_eq!(v[0]["after"]["v"], "b");
+        assert_eq!(v[2]["before"], Value::Null);
+        assert_eq!(out.records[0].timestamp, 7);
+        assert_eq!(
+            out.value(&out.records[2]).unwrap(),
+            br#"{"before":null,"after":{"k":2,"v":"c"},"op":"c"}"#
+        );
     }
 
     #[test]
     fn upsert_folds_per_key_in_first_seen_order() {
-        let mut out = Vec::new();
-        encode(
-            OutputMode::Upsert,
-            vec![
-                ch(Kind::Delete, 1, "a"),
-                ch(Kind::Insert, 2, "x"),
-                ch(Kind::Insert, 1, "b"),
-            ],
-            &mut out,
-        );
+        let mut out = Records::default();
+        let p = projected(&[
+            (Kind::Delete, 1, "a"),
+            (Kind::Insert, 2, "x"),
+            (Kind::Insert, 1, "b"),
+        ]);
+        encode(OutputMode::Upsert, &p, 0, &mut out);
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].key.as_deref(), Some(&br#"{"k":1}"#[..]));
-        assert_eq!(value(&out[0])["v"], "b");
-        encode(
-            OutputMode::Upsert,
-            vec![ch(Kind::Insert, 3, "a"), ch(Kind::Delete, 3, "a")],
-            &mut out,
-        );
-        assert_eq!(out[2].value, None);
-    }
-
-    #[test]
-    fn output_keys_are_compact_json_in_key_order() {
-        let row = json!({"b": 2.0, "a": "x"}).as_object().unwrap().clone();
-        let out = Projection::new(vec![SelectItem::All(Side::Left)]).project(Some(&row), None);
-        let key = [
-            KeyColumn {
-                name: "a".into(),
-                source: KeySource::Output,
-            },
-            KeyColumn {
-                name: "b".into(),
-                source: KeySource::Output,
-            },
-            KeyColumn {
-                name: "c".into(),
-                source: KeySource::Output,
-            },
-        ];
-        assert_eq!(
-            output_key(&key, &out, Some(&row), None).unwrap(),
-            br#"{"a":"x","b":2,"c":null}"#
-        );
-        assert_eq!(output_key(&[], &out, Some(&row), None), None);
-    }
-
-    #[test]
-    fn keys_drop_integral_fractions() {
-        assert_eq!(
-            serde_json::to_string(&normalize_number(&json!({"a": 1.0, "b": [2.0, 2.5]}))).unwrap(),
-            r#"{"a":1,"b":[2,2.5]}"#
-        );
+        assert_eq!(out.key(&out.records[0]), Some(&br#"{"k":1}"#[..]));
+        assert_eq!(values(&out)[0]["v"], "b");
+        let p = projected(&[(Kind::Insert, 3, "a"), (Kind::Delete, 3, "a")]);
+        encode(OutputMode::Upsert, &p, 0, &mut out);
+        assert_eq!(out.records[2].value, None);
+        // Each record folds on its own: key 1 again is a new record.
+        let p = projected(&[(Kind::Insert, 1, "c")]);
+        encode(OutputMode::Upsert, &p, 0, &mut out);
+        assert_eq!(out.len(), 4);
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::changelog::{Kind, Side};
+use crate::changelog::{Kind, Partition, Side};
 
 /// Why an input change was dropped before the join (`sidejoin_input_dropped_total{reason}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub struct Stats {
     /// Rows in state now (copies counted), a gauge.
     pub state_rows: [i64; 2],
     /// The same per input partition, so a released partition's rows leave the gauge.
-    pub state_rows_by_partition: BTreeMap<u32, [i64; 2]>,
+    pub state_rows_by_partition: BTreeMap<Partition, [i64; 2]>,
     pub state_expired: [u64; 2],
 }
 
@@ -101,13 +101,13 @@ impl Stats {
     }
 
     /// `delta` rows of `side` entered (or, negative, left) the state of `partition`.
-    pub fn rows(&mut self, partition: u32, side: Side, delta: i64) {
+    pub fn rows(&mut self, partition: Partition, side: Side, delta: i64) {
         self.state_rows[side.index()] += delta;
         self.state_rows_by_partition.entry(partition).or_default()[side.index()] += delta;
     }
 
     /// The state of `partition` was released (SPEC §6: it moved to another instance).
-    pub fn release_partition(&mut self, partition: u32) {
+    pub fn release_partition(&mut self, partition: Partition) {
         if let Some(rows) = self.state_rows_by_partition.remove(&partition) {
             for side in Side::BOTH {
                 self.state_rows[side.index()] -= rows[side.index()];

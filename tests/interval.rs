@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::interval_props::check_interval_join;
 use serde_json::json;
 use sidejoin::changelog::{Event, Input, JoinedChange, Kind, Row, Side};
@@ -50,7 +48,7 @@ fn engine(extra: &[(&str, &str)]) -> Engine {
 }
 
 fn input(side: Side, k: i64, name: &str, time: i64, processing_time: i64) -> Input {
-    let row: Row = json!({"k": k, "name": name}).as_object().unwrap().clone();
+    let row = Row::from_value(&json!({"k": k, "name": name})).unwrap();
     Input {
         side,
         partition: 0,
@@ -63,7 +61,10 @@ fn input(side: Side, k: i64, name: &str, time: i64, processing_time: i64) -> Inp
 
 /// `(left name, right name)` of each change, `None` for a padded side.
 fn names(changes: &[JoinedChange]) -> Vec<(Option<String>, Option<String>)> {
-    let name = |r: &Option<Arc<Row>>| r.as_ref().map(|r| r["name"].as_str().unwrap().to_owned());
+    let name = |r: &Option<Row>| {
+        r.as_ref()
+            .map(|r| r.get(b"name").unwrap().as_str().unwrap().into_owned())
+    };
     changes
         .iter()
         .map(|c| {
@@ -177,7 +178,7 @@ fn state_stays_bounded_over_a_million_rows() {
     let mut peak = 0;
     for i in 0..1_000_000i64 {
         let side = if i % 2 == 0 { Side::Left } else { Side::Right };
-        let row: Row = json!({"k": i % 1_000}).as_object().unwrap().clone();
+        let row = Row::from_value(&json!({"k": i % 1_000})).unwrap();
         let input = Input {
             side,
             partition: 0,

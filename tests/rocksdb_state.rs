@@ -33,7 +33,7 @@ fn interval_joins_on_rocksdb_match_the_reference() {
 }
 
 fn insert(e: &mut Engine, s: &mut impl JoinState, k: u64, ts: i64) {
-    let row = json!({"k": k}).as_object().unwrap().clone();
+    let row = sidejoin::changelog::Row::from_value(&json!({"k": k})).unwrap();
     let input = Input {
         side: Side::Left,
         partition: 0,

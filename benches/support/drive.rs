@@ -8,7 +8,8 @@ use std::hint::black_box;
 
 use sidejoin::config::Config;
 use sidejoin::engine::MemoryState;
-use sidejoin::runtime::{InRecord, JoinProcessor, OutputRecord, Processor};
+use sidejoin::runtime::{InRecord, JoinProcessor, Processor};
+use sidejoin::sink::Records;
 use sidejoin::store::{RocksState, StoreOptions};
 
 use super::kafka_workload::KafkaRecord;
@@ -52,7 +53,7 @@ pub fn processor(config: &Config, store: Store, dir: &std::path::Path) -> Box<dy
 /// Feeds every record; returns the number of output records and their total bytes.
 #[inline(never)]
 pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
-    let mut out: Vec<OutputRecord> = Vec::with_capacity(64);
+    let mut out = Records::default();
     let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
     let (mut count, mut bytes) = (0, 0);
     for (i, r) in records.iter().enumerate() {
@@ -62,14 +63,12 @@ pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
             timestamp: r.timestamp,
             key: Some(&r.key),
             value: Some(&r.value),
-            headers: None,
         };
         p.process(&rec, 0, &mut out).expect("valid record");
-        for o in out.drain(..) {
-            count += 1;
-            bytes += o.key.as_ref().map_or(0, Vec::len) + o.value.as_ref().map_or(0, Vec::len);
-            black_box(&o);
-        }
+        count += out.len();
+        bytes += out.bytes.len();
+        black_box(&out.bytes);
+        out.clear();
         offsets.insert((r.side.name().to_owned(), r.partition), i as i64 + 1);
         if (i + 1) % CHECKPOINT_EVERY == 0 {
             p.checkpoint(&offsets).expect("checkpoint");

@@ -60,7 +60,8 @@ impl Workload {
     }
 
     pub fn config(self) -> Config {
-        let select = "l.id AS id, l.name, l.city, l.age, l.ts AS lts, r.score, r.level, r.tag, r.ts AS rts";
+        let select =
+            "l.id AS id, l.name, l.city, l.age, l.ts AS lts, r.score, r.level, r.tag, r.ts AS rts";
         let env: Vec<(&str, &str)> = match self {
             Workload::PkLeft => vec![
                 ("SIDEJOIN_JOIN_TYPE", "left"),

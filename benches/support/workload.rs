@@ -5,11 +5,10 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use sidejoin::changelog::Side;
+use sidejoin::changelog::{Event, Kind, Row, Side};
 use sidejoin::config::{self, Config, Mode};
 use sidejoin::engine::MemoryState;
 use sidejoin::pipeline::{Origin, Pipeline};
-use sidejoin::sink::OutChange;
 
 /// A small deterministic generator (splitmix64), so every run sees the same input.
 struct Rng(u64);
@@ -109,40 +108,49 @@ pub fn config() -> Config {
     .expect("bench config")
 }
 
-/// Runs owned, already parsed records through a fresh pipeline, handing each output to `sink`;
-/// returns the number of output changes and the pipeline (so its teardown is not timed).
+/// The records as decoded rows (decoding is not timed by `run`).
+pub fn as_rows(records: &[Record]) -> Vec<(Side, i64, Row)> {
+    records
+        .iter()
+        .map(|r| (r.side, r.timestamp, Row::from_value(&r.value).unwrap()))
+        .collect()
+}
+
+/// Runs owned, already decoded rows through a fresh pipeline, handing each output row's bytes
+/// to `sink`; returns the number of output changes and the pipeline (so its teardown is not
+/// timed).
 #[inline(never)]
 pub fn run(
     config: &Config,
-    records: Vec<Record>,
-    mut sink: impl FnMut(&OutChange),
+    records: Vec<(Side, i64, Row)>,
+    mut sink: impl FnMut(&[u8]),
 ) -> (usize, Pipeline<MemoryState>) {
     let mut pipeline = Pipeline::new(config, MemoryState::new());
     let mut outputs = 0;
-    for r in records {
+    for (side, timestamp, row) in records {
         let origin = Origin {
-            side: r.side,
+            side,
             partition: 0,
-            timestamp: r.timestamp,
+            timestamp,
             processing_time: 0,
         };
-        let processed = pipeline.process(origin, None, Some(r.value));
-        assert!(processed.error.is_none(), "valid record");
-        let changes = processed.changes;
-        outputs += changes.len();
-        for c in &changes {
-            sink(c);
+        let error = pipeline.process_decoded(origin, Ok(Some(Event::Change(Kind::Insert, row))));
+        assert!(error.is_none(), "valid record");
+        let changes = pipeline.changes();
+        outputs += changes.changes.len();
+        for c in &changes.changes {
+            sink(changes.row(c));
         }
     }
     (outputs, pipeline)
 }
 
-/// The same from JSON bytes: parsing included, as in `sidejoin run`.
+/// The same from JSON bytes: decoding included, as in `sidejoin run`.
 #[inline(never)]
 pub fn run_bytes(
     config: &Config,
     records: &[(Side, i64, Vec<u8>)],
-    mut sink: impl FnMut(&OutChange),
+    mut sink: impl FnMut(&[u8]),
 ) -> (usize, Pipeline<MemoryState>) {
     let mut pipeline = Pipeline::new(config, MemoryState::new());
     let mut outputs = 0;
@@ -153,13 +161,12 @@ pub fn run_bytes(
             timestamp: *timestamp,
             processing_time: 0,
         };
-        let value = sidejoin::format::parse_json(bytes, "value").expect("valid JSON");
-        let processed = pipeline.process(origin, None, Some(value));
-        assert!(processed.error.is_none(), "valid record");
-        let changes = processed.changes;
-        outputs += changes.len();
-        for c in &changes {
-            sink(c);
+        let error = pipeline.process(origin, None, Some(bytes));
+        assert!(error.is_none(), "valid record");
+        let changes = pipeline.changes();
+        outputs += changes.changes.len();
+        for c in &changes.changes {
+            sink(changes.row(c));
         }
     }
     (outputs, pipeline)

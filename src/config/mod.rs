@@ -8,7 +8,7 @@ mod checks;
 mod error;
 pub mod output;
 mod raw;
-mod select;
+pub mod select;
 mod types;
 mod values;
 

@@ -1,8 +1,8 @@
 //! Output settings (SPEC §5): mode, format, the output key (given or derived), the `append`
 //! refusal and the warning for upsert keys that are not provably unique.
 
+use super::select::Select;
 use crate::changelog::Side;
-use crate::engine::project::Projection;
 
 use super::error::Problems;
 use super::raw::RawConfig;
@@ -12,7 +12,7 @@ use super::types::{
 use super::values::{parse_columns, parse_enum};
 
 /// The output columns carrying `columns` of `side`, when all of them are in the output.
-fn carried(proj: &Projection, side: Side, columns: &[String]) -> Option<Vec<KeyColumn>> {
+fn carried(proj: &Select, side: Side, columns: &[String]) -> Option<Vec<KeyColumn>> {
     columns
         .iter()
         .map(|c| {
@@ -39,7 +39,7 @@ fn carried(proj: &Projection, side: Side, columns: &[String]) -> Option<Vec<KeyC
 }
 
 /// The default output key: the preserved side's primary key, else its join key.
-fn derived_key(join: &JoinSpec, proj: &Projection) -> Vec<KeyColumn> {
+fn derived_key(join: &JoinSpec, proj: &Select) -> Vec<KeyColumn> {
     let side = join.join_type.preserved_side();
     let spec = join.side(side);
     spec.primary_key
@@ -51,7 +51,7 @@ fn derived_key(join: &JoinSpec, proj: &Projection) -> Vec<KeyColumn> {
 
 /// Whether the output key provably holds one row: it carries the preserved side's primary key
 /// and the other side has a primary key that its join key covers (at most one match per row).
-fn key_is_unique(join: &JoinSpec, proj: &Projection, key: &[KeyColumn]) -> Result<(), String> {
+fn key_is_unique(join: &JoinSpec, proj: &Select, key: &[KeyColumn]) -> Result<(), String> {
     if key.is_empty() {
         return Err("the output has no key".to_owned());
     }
@@ -85,7 +85,7 @@ fn key_is_unique(join: &JoinSpec, proj: &Projection, key: &[KeyColumn]) -> Resul
 
 /// `Ok` when the output key provably holds one row, else why not.
 pub fn key_uniqueness(join: &JoinSpec, key: &[KeyColumn]) -> Result<(), String> {
-    key_is_unique(join, &Projection::new(join.select.clone()), key)
+    key_is_unique(join, &Select::new(join.select.clone()), key)
 }
 
 /// Why the join may emit updates or deletes; empty when it is insert-only (SPEC §5 `append`).
@@ -141,7 +141,7 @@ pub(super) fn output_spec(
             ))
         })
         .unwrap_or(OutputFormat::Json);
-    let proj = Projection::new(join.select.clone());
+    let proj = Select::new(join.select.clone());
     let key = match &raw.output_key {
         Some(v) => {
             let names = p

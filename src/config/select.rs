@@ -1,11 +1,140 @@
 //! The `SIDEJOIN_SELECT` grammar: `item, item, …` where an item is `l.col`, `r.col`,
-//! `left.col`, `right.col`, `l.*` or `r.*`, a column optionally followed by `AS name`.
+//! `left.col`, `right.col`, `l.*` or `r.*`, a column optionally followed by `AS name`; and the
+//! output names of a SELECT list (SPEC §3).
+//!
+//! Naming: `AS` names are reserved first; every other column keeps its own name unless that name
+//! is already taken in the row, in which case it gets the first free suffix `0`, `1`, … (as Flink
+//! does for `a.*, b.*`). With a `*` item the names depend on the rows, so they are decided per
+//! output row (by the engine's projection): a right column is suffixed only when the left part of
+//! that row has the name.
 
 use crate::changelog::Side;
-use crate::engine::project::SelectItem;
 
 use super::error::ConfigError;
 use super::values::is_identifier;
+
+/// One item of `SIDEJOIN_SELECT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectItem {
+    /// `l.col [AS alias]` / `r.col [AS alias]`
+    Column {
+        side: Side,
+        column: String,
+        alias: Option<String>,
+    },
+    /// `l.*` / `r.*`
+    All(Side),
+}
+
+/// A SELECT list with the output names that do not depend on the rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Select {
+    items: Vec<SelectItem>,
+    /// Output names decided once, when the list has no `*` item: `(name, side, column)`.
+    fixed: Option<Vec<(String, Side, String)>>,
+    /// `AS` names, which other columns must not take.
+    reserved: Vec<String>,
+}
+
+/// The first free name among `base`, `base0`, `base1`, …
+pub fn free_name(base: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(base) {
+        return base.to_owned();
+    }
+    (0u64..)
+        .map(|i| format!("{base}{i}"))
+        .find(|n| !taken(n))
+        .expect("an unbounded range always has a free name")
+}
+
+impl Select {
+    pub fn new(items: Vec<SelectItem>) -> Self {
+        let reserved: Vec<String> = items
+            .iter()
+            .filter_map(|i| match i {
+                SelectItem::Column { alias: Some(a), .. } => Some(a.clone()),
+                _ => None,
+            })
+            .collect();
+        let fixed = items
+            .iter()
+            .all(|i| matches!(i, SelectItem::Column { .. }))
+            .then(|| {
+                let mut names: Vec<(String, Side, String)> = Vec::new();
+                for item in &items {
+                    if let SelectItem::Column {
+                        side,
+                        column,
+                        alias,
+                    } = item
+                    {
+                        let name = match alias {
+                            Some(a) => a.clone(),
+                            None => free_name(column, |n| {
+                                reserved.iter().any(|r| r == n)
+                                    || names.iter().any(|(m, _, _)| m == n)
+                            }),
+                        };
+                        names.push((name, *side, column.clone()));
+                    }
+                }
+                names
+            });
+        Select {
+            items,
+            fixed,
+            reserved,
+        }
+    }
+
+    pub fn items(&self) -> &[SelectItem] {
+        &self.items
+    }
+
+    /// `(output name, side, input column)` for every item, when names do not depend on rows.
+    pub fn fixed(&self) -> Option<&[(String, Side, String)]> {
+        self.fixed.as_deref()
+    }
+
+    /// The `AS` names.
+    pub fn reserved(&self) -> &[String] {
+        &self.reserved
+    }
+
+    /// The output column names, when they do not depend on the rows (no `*` item).
+    pub fn fixed_columns(&self) -> Option<Vec<&str>> {
+        self.fixed
+            .as_ref()
+            .map(|f| f.iter().map(|(n, _, _)| n.as_str()).collect())
+    }
+
+    /// The input column an output column is taken from, when names are fixed.
+    pub fn source_of(&self, name: &str) -> Option<(Side, &str)> {
+        self.fixed
+            .as_ref()?
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, s, c)| (*s, c.as_str()))
+    }
+
+    /// Whether a `side.*` item selects every column of `side`.
+    pub fn selects_all_of(&self, side: Side) -> bool {
+        self.items.contains(&SelectItem::All(side))
+    }
+
+    /// Columns of `side` named by the list (not counting `*`).
+    pub fn columns_of(&self, side: Side) -> Vec<String> {
+        self.items
+            .iter()
+            .filter_map(|i| match i {
+                SelectItem::Column {
+                    side: s, column, ..
+                } if *s == side => Some(column.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
 
 const VAR: &str = "SIDEJOIN_SELECT";
 
@@ -110,6 +239,18 @@ mod tests {
                 SelectItem::All(Side::Right),
             ]
         );
+    }
+
+    #[test]
+    fn fixed_names_get_free_suffixes() {
+        let s = Select::new(vec![
+            col(Side::Left, "id", None),
+            col(Side::Right, "id", None),
+            col(Side::Right, "x", Some("id0")),
+        ]);
+        assert_eq!(s.fixed_columns().unwrap(), vec!["id", "id1", "id0"]);
+        assert_eq!(s.source_of("id1"), Some((Side::Right, "id")));
+        assert!(Select::new(default_select()).fixed_columns().is_none());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use super::select::SelectItem;
 use crate::changelog::Side;
-use crate::engine::project::SelectItem;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinType {

@@ -9,10 +9,12 @@
 //!
 //! This module does not decide what matches what (null keys): the engine does.
 
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 use super::column::Column;
-use crate::changelog::Row;
+use crate::row::scan::Kind;
+use crate::row::value::{numeric_of, Numeric};
+use crate::row::{Json, Row};
 
 const NULL: u8 = 0;
 const FALSE: u8 = 1;
@@ -23,34 +25,6 @@ const FLOAT: u8 = 5;
 const STRING: u8 = 6;
 const ARRAY: u8 = 7;
 const OBJECT: u8 = 8;
-
-/// A number reduced to one representation per numeric value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Numeric {
-    Int(i64),
-    Uint(u64),
-    Float(f64),
-}
-
-fn numeric(n: &Number) -> Numeric {
-    if let Some(i) = n.as_i64() {
-        return Numeric::Int(i);
-    }
-    if let Some(u) = n.as_u64() {
-        return Numeric::Uint(u);
-    }
-    let f = n.as_f64().unwrap_or(f64::NAN);
-    // 2^63 and 2^64 are exact in f64; integral floats inside the integer ranges are integers.
-    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
-    if f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) {
-        Numeric::Int(f as i64)
-    } else if f.fract() == 0.0 && (TWO_63..TWO_64).contains(&f) {
-        Numeric::Uint(f as u64)
-    } else {
-        Numeric::Float(f)
-    }
-}
 
 fn put_len(out: &mut Vec<u8>, mut n: usize) {
     // LEB128 varint.
@@ -65,40 +39,63 @@ fn put_len(out: &mut Vec<u8>, mut n: usize) {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
     put_len(out, s.len());
-    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(s);
 }
 
-/// Appends the canonical encoding of `v`.
-pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
+fn put_numeric(out: &mut Vec<u8>, n: Numeric) {
+    match n {
+        Numeric::Int(i) => {
+            out.push(INT);
+            out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        Numeric::Uint(u) => {
+            out.push(UINT);
+            out.extend_from_slice(&u.to_be_bytes());
+        }
+        Numeric::Float(f) => {
+            out.push(FLOAT);
+            out.extend_from_slice(&f.to_bits().to_be_bytes());
+        }
+    }
+}
+
+/// Appends the canonical encoding of the value `v` (compact JSON text).
+pub fn encode_value(v: Json<'_>, out: &mut Vec<u8>) {
+    match v.kind() {
+        Kind::Null => out.push(NULL),
+        Kind::Bool => out.push(if v.as_bool() == Some(true) {
+            TRUE
+        } else {
+            FALSE
+        }),
+        Kind::Number => put_numeric(out, v.numeric().unwrap_or(Numeric::Float(f64::NAN))),
+        Kind::String => {
+            out.push(STRING);
+            let text = v.as_str().unwrap_or_default();
+            put_bytes(out, text.as_bytes());
+        }
+        Kind::Array | Kind::Object => encode_tree(&v.to_value(), out),
+    }
+}
+
+/// Appends the canonical encoding of a serde_json value (nested arrays and objects).
+pub fn encode_tree(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Null => out.push(NULL),
         Value::Bool(false) => out.push(FALSE),
         Value::Bool(true) => out.push(TRUE),
-        Value::Number(n) => match numeric(n) {
-            Numeric::Int(i) => {
-                out.push(INT);
-                out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
-            }
-            Numeric::Uint(u) => {
-                out.push(UINT);
-                out.extend_from_slice(&u.to_be_bytes());
-            }
-            Numeric::Float(f) => {
-                out.push(FLOAT);
-                out.extend_from_slice(&f.to_bits().to_be_bytes());
-            }
-        },
+        Value::Number(n) => put_numeric(out, numeric_of(n)),
         Value::String(s) => {
             out.push(STRING);
-            put_str(out, s);
+            put_bytes(out, s.as_bytes());
         }
         Value::Array(items) => {
             out.push(ARRAY);
             put_len(out, items.len());
             for item in items {
-                encode_value(item, out);
+                encode_tree(item, out);
             }
         }
         Value::Object(map) => {
@@ -107,8 +104,8 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
             let mut members: Vec<(&String, &Value)> = map.iter().collect();
             members.sort_unstable_by(|a, b| a.0.cmp(b.0));
             for (k, v) in members {
-                put_str(out, k);
-                encode_value(v, out);
+                put_bytes(out, k.as_bytes());
+                encode_tree(v, out);
             }
         }
     }
@@ -126,49 +123,51 @@ pub fn encode_key(row: &Row, columns: &[Column], out: &mut Vec<u8>) -> bool {
     has_null
 }
 
-/// Appends the encoding of a whole row: non-null columns sorted by name.
+/// Whether an encoded join key holds a null column.
+pub fn has_null(join_key: &[u8]) -> bool {
+    let mut at = 0;
+    while at < join_key.len() {
+        if join_key[at] == NULL {
+            return true;
+        }
+        match encoded_len(&join_key[at..]) {
+            Some(len) => at += len,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// Appends the encoding of a whole row: non-null columns sorted by (escaped) name.
 pub fn encode_row(row: &Row, out: &mut Vec<u8>) {
-    let mut columns: Vec<(&String, &Value)> = row.iter().filter(|(_, v)| !v.is_null()).collect();
+    let mut columns: smallvec::SmallVec<[(&[u8], Json<'_>); 16]> =
+        row.columns().filter(|(_, v)| !v.is_null()).collect();
     columns.sort_unstable_by(|a, b| a.0.cmp(b.0));
     out.push(OBJECT);
     put_len(out, columns.len());
     for (k, v) in columns {
-        put_str(out, k);
+        put_bytes(out, k);
         encode_value(v, out);
-    }
-}
-
-/// SPEC §1 equality of two values.
-pub fn values_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => numeric(x) == numeric(y),
-        (Value::String(x), Value::String(y)) => x == y,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| values_equal(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| values_equal(v, w)))
-        }
-        _ => false,
     }
 }
 
 /// SPEC §1 equality of two rows: column by column, a missing column equal to `null`.
 pub fn rows_equal(a: &Row, b: &Row) -> bool {
+    if a.json() == b.json() {
+        return true;
+    }
     let covers = |x: &Row, y: &Row| {
-        x.iter()
-            .all(|(k, v)| values_equal(v, y.get(k).unwrap_or(&Value::Null)))
+        x.columns().all(|(k, v)| match y.get(k) {
+            Some(w) => v.equals(&w),
+            None => v.is_null(),
+        })
     };
     covers(a, b) && covers(b, a)
 }
 
 /// Equality of two rows on the given columns only (dedup's "used columns", SPEC §3.4).
 pub fn rows_equal_on(a: &Row, b: &Row, columns: &[Column]) -> bool {
-    columns.iter().all(|c| values_equal(c.value(a), c.value(b)))
+    columns.iter().all(|c| c.value(a).equals(&c.value(b)))
 }
 
 /// Equality of the key `columns` of two rows, null equal to null (SPEC §2, "does not change").
@@ -176,7 +175,7 @@ pub fn keys_equal(a: &Row, a_cols: &[Column], b: &Row, b_cols: &[Column]) -> boo
     a_cols
         .iter()
         .zip(b_cols)
-        .all(|(x, y)| values_equal(x.value(a), y.value(b)))
+        .all(|(x, y)| x.value(a).equals(&y.value(b)))
 }
 
 /// Reads one LEB128 length written by this module; returns it and the bytes consumed.
@@ -229,13 +228,23 @@ mod tests {
     use serde_json::json;
 
     fn enc(v: Value) -> Vec<u8> {
+        let text = serde_json::to_vec(&v).unwrap();
         let mut out = Vec::new();
-        encode_value(&v, &mut out);
+        encode_value(Json::new_unchecked(&text), &mut out);
+        let mut tree = Vec::new();
+        encode_tree(&v, &mut tree);
+        assert_eq!(out, tree, "text and tree encodings agree for {v}");
+        out
+    }
+
+    fn raw(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_value(Json::new_unchecked(text.as_bytes()), &mut out);
         out
     }
 
     fn row(v: Value) -> Row {
-        v.as_object().unwrap().clone()
+        Row::from_value(&v).unwrap()
     }
 
     #[test]
@@ -245,8 +254,9 @@ mod tests {
         assert_ne!(enc(json!(1)), enc(json!(1.5)));
         assert_eq!(enc(json!(1e19)), enc(json!(10_000_000_000_000_000_000u64)));
         assert_ne!(enc(json!(1)), enc(json!("1")));
-        assert!(values_equal(&json!(2), &json!(2.0)));
-        assert!(!values_equal(&json!(2), &json!("2")));
+        assert_eq!(raw("1.50"), raw("1.5"));
+        assert_eq!(raw("1"), raw("1.0"));
+        assert_eq!(raw("\"a\""), raw("\"\\u0061\""));
     }
 
     #[test]
@@ -256,10 +266,6 @@ mod tests {
             enc(json!({"b": [1.0, 2], "a": 1}))
         );
         assert_ne!(enc(json!([1, 2])), enc(json!([2, 1])));
-        assert!(values_equal(
-            &json!({"a": 1, "b": 2}),
-            &json!({"b": 2, "a": 1.0})
-        ));
     }
 
     #[test]
@@ -272,6 +278,10 @@ mod tests {
         encode_row(&b, &mut y);
         assert_eq!(x, y);
         assert!(!rows_equal(&a, &row(json!({"k": 1, "v": 0}))));
+        assert!(rows_equal(
+            &row(json!({"a": 1, "b": 2})),
+            &row(json!({"b": 2, "a": 1}))
+        ));
     }
 
     #[test]

@@ -1,21 +1,18 @@
 //! Column lookups without hashing. Rows of one schema keep their columns in one order, so a
-//! column remembers where it was found last and checks that position first; small rows are
-//! otherwise scanned linearly (cheaper than hashing the name), large ones hashed.
+//! column remembers where it was found last and checks that position first; otherwise the row's
+//! column index is scanned, comparing escaped names as bytes.
 //!
 //! A `Column` is not `Sync` (its hint is a `Cell`): each pipeline owns its plan.
 
 use std::cell::Cell;
 
-use serde_json::Value;
-
-use crate::changelog::Row;
-
-/// Rows up to this many columns are scanned instead of hashed on a missed hint.
-const SCAN_LIMIT: usize = 16;
+use crate::row::{escape_name, value::NULL, Json, Row};
 
 #[derive(Debug)]
 pub struct Column {
     name: String,
+    /// The name as JSON text writes it (without quotes): what rows store.
+    escaped: Box<[u8]>,
     hint: Cell<usize>,
 }
 
@@ -23,6 +20,7 @@ impl Clone for Column {
     fn clone(&self) -> Self {
         Column {
             name: self.name.clone(),
+            escaped: self.escaped.clone(),
             hint: Cell::new(self.hint.get()),
         }
     }
@@ -38,8 +36,12 @@ impl PartialEq for Column {
 
 impl Column {
     pub fn new(name: impl Into<String>) -> Self {
+        let name = name.into();
+        let mut escaped = Vec::with_capacity(name.len());
+        escape_name(&name, &mut escaped);
         Column {
-            name: name.into(),
+            name,
+            escaped: escaped.into_boxed_slice(),
             hint: Cell::new(0),
         }
     }
@@ -52,30 +54,23 @@ impl Column {
         &self.name
     }
 
+    /// The name as rows store it (JSON-escaped, without quotes).
+    pub fn escaped(&self) -> &[u8] {
+        &self.escaped
+    }
+
     /// The value of this column in `row`, if present.
     #[inline]
-    pub fn get<'r>(&self, row: &'r Row) -> Option<&'r Value> {
-        let hint = self.hint.get();
-        if let Some((k, v)) = row.iter().nth(hint) {
-            if *k == self.name {
-                return Some(v);
-            }
-        }
-        if row.len() > SCAN_LIMIT {
-            return row.get(&self.name);
-        }
-        let (i, (_, v)) = row
-            .iter()
-            .enumerate()
-            .find(|(_, (k, _))| **k == self.name)?;
+    pub fn get<'r>(&self, row: &'r Row) -> Option<Json<'r>> {
+        let (i, v) = row.find(&self.escaped, self.hint.get())?;
         self.hint.set(i);
         Some(v)
     }
 
     /// The value of this column in `row`, `null` when missing.
     #[inline]
-    pub fn value<'r>(&self, row: &'r Row) -> &'r Value {
-        self.get(row).unwrap_or(&Value::Null)
+    pub fn value<'r>(&self, row: &'r Row) -> Json<'r> {
+        self.get(row).unwrap_or(NULL)
     }
 }
 
@@ -84,18 +79,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn row(v: serde_json::Value) -> Row {
+        Row::from_value(&v).unwrap()
+    }
+
     #[test]
     fn finds_columns_in_any_order() {
         let c = Column::new("b");
-        let r1 = json!({"a": 1, "b": 2}).as_object().unwrap().clone();
-        let r2 = json!({"b": 3, "a": 1}).as_object().unwrap().clone();
-        let r3 = json!({"a": 1}).as_object().unwrap().clone();
-        assert_eq!(c.get(&r1), Some(&json!(2)));
-        assert_eq!(c.get(&r2), Some(&json!(3)));
-        assert_eq!(c.get(&r1), Some(&json!(2)));
-        assert_eq!(c.get(&r3), None);
-        assert_eq!(c.value(&r3), &Value::Null);
-        let wide: Row = (0..40).map(|i| (format!("c{i}"), json!(i))).collect();
-        assert_eq!(Column::new("c33").get(&wide), Some(&json!(33)));
+        let r1 = row(json!({"a": 1, "b": 2}));
+        let r2 = row(json!({"b": 3, "a": 1}));
+        let r3 = row(json!({"a": 1}));
+        assert_eq!(c.get(&r1).unwrap().as_bytes(), b"2");
+        assert_eq!(c.get(&r2).unwrap().as_bytes(), b"3");
+        assert_eq!(c.get(&r1).unwrap().as_bytes(), b"2");
+        assert!(c.get(&r3).is_none());
+        assert!(c.value(&r3).is_null());
+        let wide: serde_json::Map<String, serde_json::Value> =
+            (0..40).map(|i| (format!("c{i}"), json!(i))).collect();
+        let wide = row(serde_json::Value::Object(wide));
+        assert_eq!(Column::new("c33").get(&wide).unwrap().as_bytes(), b"33");
+        let quoted = row(json!({"a\"b": 5}));
+        assert_eq!(Column::new("a\"b").get(&quoted).unwrap().as_bytes(), b"5");
     }
 }

@@ -21,13 +21,11 @@ pub fn drop_generated(changes: &mut Vec<JoinedChange>, from: usize, stats: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::changelog::{Kind, Side};
-    use serde_json::Map;
-    use std::sync::Arc;
+    use crate::changelog::{Kind, Row, Side};
 
     #[test]
     fn drops_only_tagged_changes_after_from() {
-        let row = Some(Arc::new(Map::new()));
+        let row = Some(Row::empty());
         let mut tagged = JoinedChange::new(Kind::Delete, Side::Left, row.clone(), None);
         tagged.generated = true;
         let plain = JoinedChange::new(Kind::Delete, Side::Left, row, None);

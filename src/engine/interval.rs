@@ -11,9 +11,8 @@
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
-use crate::changelog::{Event, Input, JoinedChange, Kind, Row, Side};
+use crate::changelog::{Event, Input, JoinedChange, Kind, Partition, Row, Side};
 use crate::config::{IntervalSpec, JoinSpec};
 use crate::stats::{Stats, UnmatchedReason};
 
@@ -27,7 +26,7 @@ use super::watermark::Watermarks;
 #[derive(Debug, Clone)]
 struct Waiting {
     due: i64,
-    partition: u32,
+    partition: Partition,
     side: Side,
     join_key: Vec<u8>,
     item: Vec<u8>,
@@ -38,7 +37,7 @@ struct Final {
     time: i64,
     side: Side,
     seq: u64,
-    partition: u32,
+    partition: Partition,
     item: Vec<u8>,
     join_key: Vec<u8>,
 }
@@ -48,13 +47,13 @@ pub struct IntervalJoin {
     plan: JoinPlan,
     spec: IntervalSpec,
     marks: Watermarks,
-    /// The last arrival sequence number per partition (mirrored in that partition's state).
-    seq: FxHashMap<u32, u64>,
+    /// The last arrival sequence number per partition (written to its state at checkpoints).
+    seq: FxHashMap<Partition, u64>,
     waiting: VecDeque<Waiting>,
     pub stats: Stats,
 }
 
-fn emit(out: &mut Vec<JoinedChange>, side: Side, this: &Arc<Row>, other: Option<&Arc<Row>>) {
+fn emit(out: &mut Vec<JoinedChange>, side: Side, this: &Row, other: Option<&Row>) {
     out.push(JoinedChange::new(
         Kind::Insert,
         side,
@@ -88,7 +87,7 @@ impl IntervalJoin {
         self.marks.side_watermark(side)
     }
 
-    pub fn set_partitions(&mut self, partitions: &[u32], now: i64) {
+    pub fn set_partitions(&mut self, partitions: &[Partition], now: i64) {
         self.marks.set_partitions(partitions, now);
     }
 
@@ -101,26 +100,21 @@ impl IntervalJoin {
         i128::from(w) > bound + i128::from(self.spec.allowed_lateness_ms)
     }
 
-    fn next_seq<S: JoinState + ?Sized>(&mut self, state: &mut S, partition: u32) -> u64 {
+    fn next_seq<S: JoinState + ?Sized>(&mut self, state: &mut S, partition: Partition) -> u64 {
         let mut group = Vec::new();
         layout::meta_group(&mut group, partition);
-        let last = *self.seq.entry(partition).or_insert_with(|| {
+        let last = self.seq.entry(partition).or_insert_with(|| {
             state
                 .get(&group, layout::INTERVAL_SEQ)
                 .and_then(|v| v.as_i64())
                 .map_or(0, |seq| seq as u64)
         });
-        let next = last + 1;
-        self.seq.insert(partition, next);
-        state.put(
-            &group,
-            layout::INTERVAL_SEQ,
-            StateValue::Bytes(next.to_be_bytes().to_vec()),
-        );
-        next
+        *last += 1;
+        *last
     }
 
-    /// Writes what restarting needs beyond the rows: each partition's largest times seen.
+    /// Writes what restarting needs beyond the rows: each partition's largest times seen and
+    /// last arrival sequence number (kept in memory between checkpoints).
     pub fn checkpoint<S: JoinState + ?Sized>(&self, state: &mut S) {
         let mut group = Vec::new();
         for ((side, partition), time) in self.marks.max_times() {
@@ -131,13 +125,21 @@ impl IntervalJoin {
                 StateValue::Bytes(time.to_be_bytes().to_vec()),
             );
         }
+        for (partition, seq) in &self.seq {
+            layout::meta_group(&mut group, *partition);
+            state.put(
+                &group,
+                layout::INTERVAL_SEQ,
+                StateValue::Bytes(seq.to_be_bytes().to_vec()),
+            );
+        }
     }
 
     /// Reads back a partition's largest times seen (after a restart or a move).
     pub fn restore_partition<S: JoinState + ?Sized>(
         &mut self,
         state: &mut S,
-        partition: u32,
+        partition: Partition,
         now: i64,
     ) {
         let mut group = Vec::new();
@@ -181,7 +183,7 @@ impl IntervalJoin {
         &mut self,
         state: &mut S,
         side: Side,
-        partition: u32,
+        partition: Partition,
         row: Row,
         t: i64,
         now: i64,
@@ -191,7 +193,6 @@ impl IntervalJoin {
         let outer = sp.outer;
         let mut join_key = Vec::with_capacity(16);
         let has_null = encode_key(&row, &sp.key, &mut join_key);
-        let row = Arc::new(row);
         let late = self.is_final(side, t, self.marks.current());
         let matched = if has_null && !self.plan.null_keys_match {
             false
@@ -239,9 +240,9 @@ impl IntervalJoin {
         &mut self,
         state: &mut S,
         side: Side,
-        partition: u32,
+        partition: Partition,
         join_key: &[u8],
-        row: &Arc<Row>,
+        row: &Row,
         t: i64,
         out: &mut Vec<JoinedChange>,
     ) -> bool {

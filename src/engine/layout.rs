@@ -18,7 +18,7 @@
 //! length (4 bytes, big-endian), so `group_len` finds where any stored key's group ends without
 //! knowing the configuration: durable stores use it for prefix bloom filters.
 
-use crate::changelog::Side;
+use crate::changelog::{Partition, Side};
 
 use super::canonical::encoded_len;
 
@@ -29,7 +29,7 @@ pub const META: u8 = 4;
 pub const INTERVAL_ROWS: u8 = 5;
 pub const INTERVAL_TIME: u8 = 6;
 
-/// Meta item (partition 0) holding the interval join's last arrival sequence number.
+/// Meta item holding the interval join's last arrival sequence number of the partition.
 pub const INTERVAL_SEQ: &[u8] = b"interval_seq";
 
 /// Meta item holding a partition's row counts (left, right), for the `state_rows` gauge.
@@ -60,7 +60,7 @@ fn side_byte(side: Side) -> u8 {
 }
 
 /// Writes the common group head: partition, tag, side.
-pub fn head(buf: &mut Vec<u8>, partition: u32, tag: u8, side: Option<Side>) {
+pub fn head(buf: &mut Vec<u8>, partition: Partition, tag: u8, side: Option<Side>) {
     buf.clear();
     buf.extend_from_slice(&partition.to_be_bytes());
     buf.push(tag);
@@ -94,26 +94,26 @@ pub fn group_len(key: &[u8]) -> usize {
     }
 }
 
-pub fn rows_group(buf: &mut Vec<u8>, partition: u32, side: Side, join_key: &[u8]) {
+pub fn rows_group(buf: &mut Vec<u8>, partition: Partition, side: Side, join_key: &[u8]) {
     head(buf, partition, ROWS, Some(side));
     push_sized(buf, join_key);
 }
 
-pub fn pk_group(buf: &mut Vec<u8>, partition: u32, side: Side, primary_key: &[u8]) {
+pub fn pk_group(buf: &mut Vec<u8>, partition: Partition, side: Side, primary_key: &[u8]) {
     head(buf, partition, PK, Some(side));
     push_sized(buf, primary_key);
 }
 
-pub fn ttl_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
+pub fn ttl_group(buf: &mut Vec<u8>, partition: Partition, side: Side) {
     head(buf, partition, TTL, Some(side));
 }
 
-pub fn interval_rows_group(buf: &mut Vec<u8>, partition: u32, side: Side, join_key: &[u8]) {
+pub fn interval_rows_group(buf: &mut Vec<u8>, partition: Partition, side: Side, join_key: &[u8]) {
     head(buf, partition, INTERVAL_ROWS, Some(side));
     push_sized(buf, join_key);
 }
 
-pub fn interval_time_group(buf: &mut Vec<u8>, partition: u32, side: Side) {
+pub fn interval_time_group(buf: &mut Vec<u8>, partition: Partition, side: Side) {
     head(buf, partition, INTERVAL_TIME, Some(side));
 }
 
@@ -132,7 +132,7 @@ pub fn interval_item_seq(item: &[u8]) -> u64 {
         .unwrap_or(0)
 }
 
-pub fn meta_group(buf: &mut Vec<u8>, partition: u32) {
+pub fn meta_group(buf: &mut Vec<u8>, partition: Partition) {
     head(buf, partition, META, None);
 }
 
@@ -167,13 +167,13 @@ pub fn split_ttl_item(item: &[u8], key_columns: usize) -> Option<(i64, &[u8], &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::canonical::encode_value;
+    use crate::engine::canonical::encode_tree;
     use serde_json::json;
 
     #[test]
     fn group_len_finds_the_end_of_every_group() {
         let mut key = Vec::new();
-        encode_value(&json!("k1"), &mut key);
+        encode_tree(&json!("k1"), &mut key);
         let mut g = Vec::new();
         for build in [rows_group, pk_group, interval_rows_group] {
             build(&mut g, 7, Side::Right, &key);
@@ -210,10 +210,10 @@ mod tests {
     #[test]
     fn ttl_items_split_back() {
         let mut jk = Vec::new();
-        encode_value(&json!("a"), &mut jk);
-        encode_value(&json!(7), &mut jk);
+        encode_tree(&json!("a"), &mut jk);
+        encode_tree(&json!(7), &mut jk);
         let mut item = Vec::new();
-        encode_value(&json!({"x": 1}), &mut item);
+        encode_tree(&json!({"x": 1}), &mut item);
         let mut buf = Vec::new();
         ttl_item(&mut buf, -42, &jk, &item);
         assert_eq!(split_ttl_item(&buf, 2), Some((-42, &jk[..], &item[..])));

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::state::{JoinState, StateValue};
+use crate::changelog::Partition;
 
 /// Items a group keeps in a sorted vector before it moves to a B-tree.
 const SMALL_GROUP: usize = 32;
@@ -134,7 +135,7 @@ impl JoinState for MemoryState {
         }
     }
 
-    fn release_partition(&mut self, partition: u32) {
+    fn release_partition(&mut self, partition: Partition) {
         let prefix = partition.to_be_bytes();
         self.groups.retain(|g, _| !g.starts_with(&prefix));
     }

@@ -18,7 +18,7 @@ pub mod table;
 pub mod ttl;
 pub mod watermark;
 
-use crate::changelog::{Input, JoinedChange, Side};
+use crate::changelog::{Input, JoinedChange, Partition, Side};
 use crate::config::JoinSpec;
 use crate::stats::Stats;
 
@@ -68,14 +68,18 @@ impl Engine {
 
     /// The input partitions this instance processes (both sides), known at processing time
     /// `now`; the interval join's watermark waits for each of them.
-    pub fn set_partitions(&mut self, partitions: &[u32], now: i64) {
+    pub fn set_partitions(&mut self, partitions: &[Partition], now: i64) {
         if let Engine::Interval(j) = self {
             j.set_partitions(partitions, now);
         }
     }
 
     /// Forgets the state and caches of `partition` (revoked: another instance owns it now).
-    pub fn release_partition<S: JoinState + ?Sized>(&mut self, state: &mut S, partition: u32) {
+    pub fn release_partition<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: Partition,
+    ) {
         state.release_partition(partition);
         self.stats_mut().release_partition(partition);
         if let Engine::Regular(j) = self {
@@ -83,8 +87,9 @@ impl Engine {
         }
     }
 
-    /// Writes what a restart needs besides the rows (row counts, interval watermarks) into
-    /// `state`; the caller then flushes it with the input offsets.
+    /// Writes what a restart needs besides the rows (row counts, stream times, interval
+    /// watermarks and sequence numbers) into `state`; the caller then flushes it with the input
+    /// offsets.
     pub fn checkpoint<S: JoinState + ?Sized>(&mut self, state: &mut S) {
         let mut group = Vec::new();
         for (partition, rows) in &self.stats().state_rows_by_partition {
@@ -92,8 +97,9 @@ impl Engine {
             let bytes = [rows[0].to_be_bytes(), rows[1].to_be_bytes()].concat();
             state.put(&group, layout::ROW_COUNTS, StateValue::Bytes(bytes));
         }
-        if let Engine::Interval(j) = self {
-            j.checkpoint(state);
+        match self {
+            Engine::Interval(j) => j.checkpoint(state),
+            Engine::Regular(j) => j.checkpoint(state),
         }
     }
 
@@ -101,7 +107,7 @@ impl Engine {
     pub fn restore_partition<S: JoinState + ?Sized>(
         &mut self,
         state: &mut S,
-        partition: u32,
+        partition: Partition,
         now: i64,
     ) {
         let mut group = Vec::new();
@@ -121,7 +127,7 @@ impl Engine {
         }
         match self {
             Engine::Interval(j) => j.restore_partition(state, partition, now),
-            Engine::Regular(j) => j.forget_partition(partition),
+            Engine::Regular(j) => j.restore_partition(state, partition),
         }
     }
 

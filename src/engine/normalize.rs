@@ -3,27 +3,26 @@
 //! the stored row), multiset sides retract one equal stored copy. Deletes of unknown keys,
 //! retractions of absent rows and identical updates are dropped here and counted.
 //!
-//! Normalisation only reads state; the join step that follows writes it.
-
-use std::sync::Arc;
+//! Normalisation only reads state; the join step that follows writes it. Each incoming row's
+//! state keys are computed here once and travel with its step.
 
 use crate::changelog::{Event, Kind, Row};
 use crate::stats::DropReason;
 
-use super::canonical::{keys_equal, rows_equal};
+use super::canonical::rows_equal;
 use super::plan::SidePlan;
 use super::state::JoinState;
-use super::table::{Slot, Table};
+use super::table::{Keys, Slot, Table};
 
 /// One unit of work for the join.
 #[derive(Debug, Clone)]
 pub enum Step {
     /// `+I`/`+U` of a new row (or a new copy).
-    Accumulate { kind: Kind, row: Arc<Row> },
+    Accumulate { kind: Kind, row: Row, keys: Keys },
     /// `-U`/`-D` of a stored row.
     Retract { kind: Kind, slot: Slot },
     /// `-U old`, `+U new` of one row (SPEC §3.2); `old` is the stored row.
-    Update { old: Slot, new: Arc<Row> },
+    Update { old: Slot, new: Row, keys: Keys },
 }
 
 fn drop_event<S: JoinState + ?Sized>(t: &mut Table<'_, S>, plan: &SidePlan, reason: DropReason) {
@@ -38,17 +37,16 @@ fn upsert<S: JoinState + ?Sized>(
     row: Row,
     steps: &mut Vec<Step>,
 ) {
-    match t.find_by_pk(plan, &row) {
-        None => steps.push(Step::Accumulate {
-            kind,
-            row: Arc::new(row),
-        }),
+    let keys = t.keys(plan, &row);
+    match t.find_by_pk(plan, &keys) {
+        None => steps.push(Step::Accumulate { kind, row, keys }),
         Some(old) if rows_equal(&old.entry.row, &row) => {
             drop_event(t, plan, DropReason::IdenticalUpdate)
         }
         Some(old) => steps.push(Step::Update {
             old,
-            new: Arc::new(row),
+            new: row,
+            keys,
         }),
     }
 }
@@ -61,7 +59,8 @@ fn delete_key<S: JoinState + ?Sized>(
     row: &Row,
     steps: &mut Vec<Step>,
 ) {
-    match t.find_by_pk(plan, row) {
+    let keys = t.keys(plan, row);
+    match t.find_by_pk(plan, &keys) {
         Some(slot) => steps.push(Step::Retract { kind, slot }),
         None => drop_event(t, plan, DropReason::UnknownKey),
     }
@@ -81,29 +80,44 @@ fn normalize_pk<S: JoinState + ?Sized>(
         Event::DeleteKey(row) => delete_key(t, plan, Kind::Delete, &row, steps),
         Event::Update { before, after } => match before {
             // A `u` that changes the primary key: delete of the old key, insert of the new.
-            Some(b) if !keys_equal(&b, pk, &after, pk) => {
+            Some(b) if !super::canonical::keys_equal(&b, pk, &after, pk) => {
                 delete_key(t, plan, Kind::Delete, &b, steps);
                 upsert(t, plan, Kind::Insert, after, steps);
             }
             // The stored row is the old row, whatever `before` says.
-            _ => match t.find_by_pk(plan, &after) {
-                None => {
-                    drop_event(t, plan, DropReason::UnknownKey);
-                    steps.push(Step::Accumulate {
-                        kind: Kind::UpdateAfter,
-                        row: Arc::new(after),
-                    });
+            _ => {
+                let keys = t.keys(plan, &after);
+                match t.find_by_pk(plan, &keys) {
+                    None => {
+                        drop_event(t, plan, DropReason::UnknownKey);
+                        steps.push(Step::Accumulate {
+                            kind: Kind::UpdateAfter,
+                            row: after,
+                            keys,
+                        });
+                    }
+                    Some(old) if rows_equal(&old.entry.row, &after) => {
+                        drop_event(t, plan, DropReason::IdenticalUpdate)
+                    }
+                    Some(old) => steps.push(Step::Update {
+                        old,
+                        new: after,
+                        keys,
+                    }),
                 }
-                Some(old) if rows_equal(&old.entry.row, &after) => {
-                    drop_event(t, plan, DropReason::IdenticalUpdate)
-                }
-                Some(old) => steps.push(Step::Update {
-                    old,
-                    new: Arc::new(after),
-                }),
-            },
+            }
         },
     }
+}
+
+/// The stored copy equal to `row` (multiset sides).
+fn find_copy<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &SidePlan,
+    row: &Row,
+) -> Option<Slot> {
+    let keys = t.keys(plan, row);
+    t.find_copy(plan, &keys)
 }
 
 fn normalize_multiset<S: JoinState + ?Sized>(
@@ -112,40 +126,39 @@ fn normalize_multiset<S: JoinState + ?Sized>(
     event: Event,
     steps: &mut Vec<Step>,
 ) {
+    let accumulate = |t: &mut Table<'_, S>, kind: Kind, row: Row| {
+        let keys = t.keys(plan, &row);
+        Step::Accumulate { kind, row, keys }
+    };
     match event {
-        Event::Change(kind, row) if kind.is_accumulate() => steps.push(Step::Accumulate {
-            kind,
-            row: Arc::new(row),
-        }),
-        Event::Change(kind, row) => match t.find_copy(plan, &row) {
+        Event::Change(kind, row) if kind.is_accumulate() => steps.push(accumulate(t, kind, row)),
+        Event::Change(kind, row) => match find_copy(t, plan, &row) {
             Some(slot) => steps.push(Step::Retract { kind, slot }),
             None => drop_event(t, plan, DropReason::NotInState),
         },
         Event::Update { before, after } => {
-            let old = before.as_ref().and_then(|b| t.find_copy(plan, b));
+            let old = before.as_ref().and_then(|b| find_copy(t, plan, b));
             match old {
                 None => {
                     drop_event(t, plan, DropReason::NotInState);
-                    steps.push(Step::Accumulate {
-                        kind: Kind::UpdateAfter,
-                        row: Arc::new(after),
-                    });
+                    steps.push(accumulate(t, Kind::UpdateAfter, after));
                 }
                 Some(old) if rows_equal(&old.entry.row, &after) => {
                     drop_event(t, plan, DropReason::IdenticalUpdate)
                 }
-                Some(old) => steps.push(Step::Update {
-                    old,
-                    new: Arc::new(after),
-                }),
+                Some(old) => {
+                    let keys = t.keys(plan, &after);
+                    steps.push(Step::Update {
+                        old,
+                        new: after,
+                        keys,
+                    })
+                }
             }
         }
         // Configuration guarantees upsert formats only on primary-key sides; treat defensively.
-        Event::Upsert(row) => steps.push(Step::Accumulate {
-            kind: Kind::Insert,
-            row: Arc::new(row),
-        }),
-        Event::DeleteKey(row) => match t.find_copy(plan, &row) {
+        Event::Upsert(row) => steps.push(accumulate(t, Kind::Insert, row)),
+        Event::DeleteKey(row) => match find_copy(t, plan, &row) {
             Some(slot) => steps.push(Step::Retract {
                 kind: Kind::Delete,
                 slot,

@@ -23,6 +23,9 @@ pub struct SidePlan {
     /// Every join-key column is a primary-key column, so a row's join key follows from its
     /// primary key and no primary-key index is needed.
     pub key_in_pk: bool,
+    /// The primary key is exactly the join key (as a set of columns): a join key holds at most
+    /// one row, found by a point lookup. For each primary-key column, its position in the key.
+    pub pk_from_key: Option<Vec<usize>>,
     /// Unmatched rows of this side are emitted null-padded.
     pub outer: bool,
     /// State TTL in stream-time milliseconds; 0 = forever.
@@ -45,19 +48,27 @@ impl JoinPlan {
         let projection = Projection::new(spec.select.clone());
         let side = |side: Side| {
             let s = spec.side(side);
-            let used = if projection.selects_all_of(side) {
+            let used = if projection.select().selects_all_of(side) {
                 UsedColumns::All
             } else {
                 let mut cols = s.key.clone();
-                for c in projection.columns_of(side) {
+                for c in projection.select().columns_of(side) {
                     if !cols.contains(&c) {
                         cols.push(c);
                     }
                 }
                 UsedColumns::Some(Column::list(&cols))
             };
+            let pk_from_key = s.primary_key.as_ref().and_then(|pk| {
+                let positions: Option<Vec<usize>> = pk
+                    .iter()
+                    .map(|c| s.key.iter().position(|k| k == c))
+                    .collect();
+                positions.filter(|p| p.len() == s.key.len() && s.key.iter().all(|k| pk.contains(k)))
+            });
             SidePlan {
                 side,
+                pk_from_key,
                 key: Column::list(&s.key),
                 key_in_pk: s
                     .primary_key

@@ -6,19 +6,17 @@
 //! match count per row (RisingWave's "degree"), moved by one per change, so a null-padded row is
 //! retracted exactly when it gets its first match and re-emitted when it loses its last.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
-use crate::changelog::{Input, JoinedChange, Kind, Row, Side};
+use crate::changelog::{Input, JoinedChange, Kind, Partition, Row, Side};
 use crate::config::JoinSpec;
 use crate::stats::Stats;
 
-use super::canonical::{keys_equal, rows_equal, rows_equal_on};
+use super::canonical::{has_null, rows_equal, rows_equal_on};
 use super::normalize::Step;
 use super::plan::{JoinPlan, SidePlan, UsedColumns};
 use super::state::{JoinState, RowEntry, StateValue};
-use super::table::{Slot, Table};
+use super::table::{Keys, Slot, Table};
 
 /// Reusable buffers for one join.
 #[derive(Debug, Default)]
@@ -27,18 +25,17 @@ pub struct Scratch {
     own: Vec<Slot>,
 }
 
-fn emit(
-    out: &mut Vec<JoinedChange>,
-    kind: Kind,
-    side: Side,
-    this: Option<&Arc<Row>>,
-    other: Option<&Arc<Row>>,
-) {
-    out.push(JoinedChange::new(kind, side, this.cloned(), other.cloned()));
+fn emit(out: &mut Vec<JoinedChange>, kind: Kind, side: Side, this: &Row, other: Option<&Row>) {
+    out.push(JoinedChange::new(
+        kind,
+        side,
+        Some(this.clone()),
+        other.cloned(),
+    ));
 }
 
 /// Reads the rows of O matching `join_key` into `scratch.matches`; none for null keys unless
-/// `SIDEJOIN_NULL_KEYS_MATCH` is on.
+/// `SIDEJOIN_NULL_KEYS_MATCH` is on. Returns their number, copies counted.
 fn find_matches<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     plan: &JoinPlan,
@@ -51,7 +48,7 @@ fn find_matches<S: JoinState + ?Sized>(
     if has_null && !plan.null_keys_match {
         return 0;
     }
-    t.scan(other, join_key, &mut scratch.matches);
+    t.rows_of(plan.side(other), join_key, &mut scratch.matches);
     scratch.matches.iter().map(|m| m.entry.copies).sum()
 }
 
@@ -62,21 +59,22 @@ fn is_duplicate(used: &UsedColumns, a: &Row, b: &Row) -> bool {
     }
 }
 
-/// `+I`/`+U` of `row` on side S.
+/// `+I`/`+U` of `row` (state keys `keys`) on side S.
+#[allow(clippy::too_many_arguments)]
 pub fn accumulate<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     plan: &JoinPlan,
     side: Side,
     kind: Kind,
-    row: Arc<Row>,
+    row: Row,
+    keys: Keys,
     scratch: &mut Scratch,
     out: &mut Vec<JoinedChange>,
 ) {
     let sp = plan.side(side);
     let op = plan.side(side.other());
-    let (join_key, has_null) = Table::<S>::join_key(sp, &row);
     if let (Some(used), None) = (&sp.dedup, &sp.primary_key) {
-        t.scan(side, &join_key, &mut scratch.own);
+        t.rows_of(sp, &keys.join, &mut scratch.own);
         if scratch
             .own
             .iter()
@@ -86,9 +84,9 @@ pub fn accumulate<S: JoinState + ?Sized>(
             return;
         }
     }
-    let total = find_matches(t, plan, side.other(), &join_key, has_null, scratch);
+    let total = find_matches(t, plan, side.other(), &keys.join, keys.has_null, scratch);
     if sp.outer && total == 0 {
-        emit(out, Kind::Insert, side, Some(&row), None);
+        emit(out, Kind::Insert, side, &row, None);
     }
     if op.outer {
         for m in &scratch.matches {
@@ -104,9 +102,7 @@ pub fn accumulate<S: JoinState + ?Sized>(
                     out.push(c);
                 }
             }
-            let mut updated = m.clone();
-            updated.entry.matches += 1;
-            t.touch(op, &updated);
+            t.set_matches(op, m, m.entry.matches + 1);
         }
     }
     let out_kind = if sp.outer || op.outer {
@@ -116,11 +112,11 @@ pub fn accumulate<S: JoinState + ?Sized>(
     };
     for m in &scratch.matches {
         for _ in 0..m.entry.copies {
-            emit(out, out_kind, side, Some(&row), Some(&m.entry.row));
+            emit(out, out_kind, side, &row, Some(&m.entry.row));
         }
     }
     t.stats.matches += u64::from(total);
-    t.add_copy(sp, &join_key, row, total);
+    t.add_copy(sp, &keys, row, total);
 }
 
 /// `-U`/`-D` of the stored row in `slot` on side S.
@@ -136,16 +132,16 @@ pub fn retract<S: JoinState + ?Sized>(
     let sp = plan.side(side);
     let op = plan.side(side.other());
     t.remove_copy(sp, &slot);
-    let row = slot.entry.row;
-    let has_null = Table::<S>::join_key(sp, &row).1;
-    let total = find_matches(t, plan, side.other(), &slot.join_key, has_null, scratch);
+    let row = &slot.entry.row;
+    let null = has_null(&slot.join_key);
+    let total = find_matches(t, plan, side.other(), &slot.join_key, null, scratch);
     if sp.outer && total == 0 {
-        emit(out, Kind::Delete, side, Some(&row), None);
+        emit(out, Kind::Delete, side, row, None);
     }
     let out_kind = if sp.outer { Kind::Delete } else { kind };
     for m in &scratch.matches {
         for _ in 0..m.entry.copies {
-            emit(out, out_kind, side, Some(&row), Some(&m.entry.row));
+            emit(out, out_kind, side, row, Some(&m.entry.row));
         }
     }
     t.stats.matches += u64::from(total);
@@ -153,22 +149,22 @@ pub fn retract<S: JoinState + ?Sized>(
         for m in &scratch.matches {
             if m.entry.matches == 1 {
                 for _ in 0..m.entry.copies {
-                    emit(out, Kind::Insert, side.other(), Some(&m.entry.row), None);
+                    emit(out, Kind::Insert, side.other(), &m.entry.row, None);
                 }
             }
-            let mut updated = m.clone();
-            updated.entry.matches = updated.entry.matches.saturating_sub(1);
-            t.touch(op, &updated);
+            t.set_matches(op, m, m.entry.matches.saturating_sub(1));
         }
     }
 }
 
-/// Replaces the stored `old` row by `new` under the same join key, keeping its match count.
+/// Replaces the stored `old` row by `new` (state keys `keys`) under the same join key, keeping
+/// its match count.
 fn replace<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     sp: &SidePlan,
     old: &Slot,
-    new: Arc<Row>,
+    new: Row,
+    keys: &Keys,
     stamp: i64,
 ) {
     if sp.primary_key.is_some() {
@@ -184,56 +180,52 @@ fn replace<S: JoinState + ?Sized>(
     t.remove_copy(sp, old);
     let saved = t.now;
     t.now = stamp;
-    t.add_copy(sp, &old.join_key, new, old.entry.matches);
+    t.add_copy(sp, keys, new, old.entry.matches);
     t.now = saved;
 }
 
 /// `-U old`, `+U new` on side S (SPEC §3.2).
+#[allow(clippy::too_many_arguments)]
 pub fn update<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     plan: &JoinPlan,
     side: Side,
     old: Slot,
-    new: Arc<Row>,
+    new: Row,
+    keys: Keys,
     scratch: &mut Scratch,
     out: &mut Vec<JoinedChange>,
 ) {
     let sp = plan.side(side);
-    if !keys_equal(&old.entry.row, &sp.key, &new, &sp.key) {
+    // Canonical encodings are equal exactly when the values are (null to null included).
+    if old.join_key != keys.join {
         retract(t, plan, side, Kind::UpdateBefore, old, scratch, out);
-        accumulate(t, plan, side, Kind::UpdateAfter, new, scratch, out);
+        accumulate(t, plan, side, Kind::UpdateAfter, new, keys, scratch, out);
         return;
     }
     if let Some(used) = &sp.dedup {
         if is_duplicate(used, &old.entry.row, &new) {
             // Nothing the query uses changed: replace silently, refreshing nothing (SPEC §3.4).
             t.stats.dedup_dropped[side.index()] += 1;
-            replace(t, sp, &old, new, old.entry.stamp);
+            replace(t, sp, &old, new, &keys, old.entry.stamp);
             return;
         }
     }
-    let has_null = Table::<S>::join_key(sp, &new).1;
-    let total = find_matches(t, plan, side.other(), &old.join_key, has_null, scratch);
+    let total = find_matches(t, plan, side.other(), &old.join_key, keys.has_null, scratch);
     let before = &old.entry.row;
     if sp.outer && total == 0 {
-        emit(out, Kind::UpdateBefore, side, Some(before), None);
-        emit(out, Kind::UpdateAfter, side, Some(&new), None);
+        emit(out, Kind::UpdateBefore, side, before, None);
+        emit(out, Kind::UpdateAfter, side, &new, None);
     }
     for m in &scratch.matches {
         for _ in 0..m.entry.copies {
-            emit(
-                out,
-                Kind::UpdateBefore,
-                side,
-                Some(before),
-                Some(&m.entry.row),
-            );
-            emit(out, Kind::UpdateAfter, side, Some(&new), Some(&m.entry.row));
+            emit(out, Kind::UpdateBefore, side, before, Some(&m.entry.row));
+            emit(out, Kind::UpdateAfter, side, &new, Some(&m.entry.row));
         }
     }
     t.stats.matches += u64::from(total);
     let now = t.now;
-    replace(t, sp, &old, new, now);
+    replace(t, sp, &old, new, &keys, now);
 }
 
 /// Runs one normalised step.
@@ -246,9 +238,11 @@ pub fn apply<S: JoinState + ?Sized>(
     out: &mut Vec<JoinedChange>,
 ) {
     match step {
-        Step::Accumulate { kind, row } => accumulate(t, plan, side, kind, row, scratch, out),
+        Step::Accumulate { kind, row, keys } => {
+            accumulate(t, plan, side, kind, row, keys, scratch, out)
+        }
         Step::Retract { kind, slot } => retract(t, plan, side, kind, slot, scratch, out),
-        Step::Update { old, new } => update(t, plan, side, old, new, scratch, out),
+        Step::Update { old, new, keys } => update(t, plan, side, old, new, keys, scratch, out),
     }
 }
 
@@ -257,8 +251,9 @@ pub fn apply<S: JoinState + ?Sized>(
 pub struct RegularJoin {
     plan: JoinPlan,
     allow_generated_retracts: bool,
-    /// Stream time per task (input partition), mirrored in state so restarts see the same value.
-    stream_time: FxHashMap<u32, i64>,
+    /// Stream time per task (input partition). Kept here, written to state at each checkpoint
+    /// (the state is only durable at checkpoints), read back when a partition is restored.
+    stream_time: FxHashMap<Partition, i64>,
     scratch: Scratch,
     steps: Vec<Step>,
     pub stats: Stats,
@@ -280,37 +275,46 @@ impl RegularJoin {
         &self.plan
     }
 
-    /// Drops the cached stream time of a released partition.
-    pub fn forget_partition(&mut self, partition: u32) {
+    /// Drops the stream time of a released partition.
+    pub fn forget_partition(&mut self, partition: Partition) {
         self.stream_time.remove(&partition);
     }
 
-    /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
-    fn advance<S: JoinState + ?Sized>(
-        &mut self,
-        state: &mut S,
-        partition: u32,
-        timestamp: i64,
-    ) -> i64 {
+    /// Writes each partition's stream time into `state`.
+    pub fn checkpoint<S: JoinState + ?Sized>(&self, state: &mut S) {
         let mut group = Vec::new();
-        super::layout::meta_group(&mut group, partition);
-        let known = *self.stream_time.entry(partition).or_insert_with(|| {
-            state
-                .get(&group, super::layout::STREAM_TIME)
-                .and_then(|v| v.as_bytes().and_then(super::layout::time_from_bytes))
-                .unwrap_or(i64::MIN)
-        });
-        if timestamp > known {
-            self.stream_time.insert(partition, timestamp);
+        for (partition, time) in &self.stream_time {
+            super::layout::meta_group(&mut group, *partition);
             state.put(
                 &group,
                 super::layout::STREAM_TIME,
-                StateValue::Bytes(super::layout::time_bytes(timestamp).to_vec()),
+                StateValue::Bytes(super::layout::time_bytes(*time).to_vec()),
             );
-            timestamp
-        } else {
-            known
         }
+    }
+
+    /// Reads back the stream time of `partition` (assigned after a restart or a move).
+    pub fn restore_partition<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: Partition,
+    ) {
+        let mut group = Vec::new();
+        super::layout::meta_group(&mut group, partition);
+        match state
+            .get(&group, super::layout::STREAM_TIME)
+            .and_then(|v| v.as_bytes().and_then(super::layout::time_from_bytes))
+        {
+            Some(t) => self.stream_time.insert(partition, t),
+            None => self.stream_time.remove(&partition),
+        };
+    }
+
+    /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
+    fn advance(&mut self, partition: Partition, timestamp: i64) -> i64 {
+        let known = self.stream_time.entry(partition).or_insert(i64::MIN);
+        *known = (*known).max(timestamp);
+        *known
     }
 
     /// Processes one arriving record and appends the changes it causes to `out`.
@@ -324,7 +328,7 @@ impl RegularJoin {
         input: Input,
         out: &mut Vec<JoinedChange>,
     ) {
-        let now = self.advance(state, input.partition, input.timestamp);
+        let now = self.advance(input.partition, input.timestamp);
         let mut t = Table::new(state, input.partition, now, &mut self.stats);
         for side in &self.plan.sides {
             super::ttl::expire(&mut t, side);

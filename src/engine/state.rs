@@ -5,15 +5,13 @@
 //! knows no join semantics: the engine decides what the bytes mean (see `layout`), stores decide
 //! how to keep them (in memory here, RocksDB later). Every store must pass the same test suites.
 
-use std::sync::Arc;
-
-use crate::changelog::Row;
+use crate::changelog::{Partition, Row};
 
 /// A stored input row: its copies (multiset sides), its match count (outer sides, SPEC §3.1) and
 /// the stream time of its last write (state TTL, SPEC §3.5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowEntry {
-    pub row: Arc<Row>,
+    pub row: Row,
     pub copies: u32,
     pub matches: u32,
     pub stamp: i64,
@@ -22,7 +20,7 @@ pub struct RowEntry {
 /// A row cached by the interval join (SPEC §4); its time and arrival order are in its item key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimedRow {
-    pub row: Arc<Row>,
+    pub row: Row,
     /// It has been joined at least once.
     pub matched: bool,
     /// It was already emitted null-padded by `SIDEJOIN_MAX_WAIT`.
@@ -96,10 +94,10 @@ pub trait JoinState {
 
     /// Forgets every group of `partition` (its groups start with the partition's 4 bytes); the
     /// partition moved to another instance or will be restored afresh.
-    fn release_partition(&mut self, partition: u32);
+    fn release_partition(&mut self, partition: Partition);
 
     /// Deletes `partition`'s state for good, durable copies included (its local state is stale).
-    fn delete_partition(&mut self, partition: u32) -> Result<(), StateError> {
+    fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
         self.release_partition(partition);
         Ok(())
     }
@@ -136,13 +134,13 @@ impl<S: JoinState + ?Sized> JoinState for Box<S> {
     ) {
         (**self).scan_from(group, from, visit)
     }
-    fn release_partition(&mut self, partition: u32) {
+    fn release_partition(&mut self, partition: Partition) {
         (**self).release_partition(partition)
     }
     fn flush(&mut self) -> Result<(), StateError> {
         (**self).flush()
     }
-    fn delete_partition(&mut self, partition: u32) -> Result<(), StateError> {
+    fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
         (**self).delete_partition(partition)
     }
 }

@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::changelog::Side;
+use crate::changelog::{Partition, Side};
 
 /// W before any watermark: nothing is final.
 pub const MIN: i64 = i64::MIN;
@@ -24,7 +24,7 @@ struct Mark {
 pub struct Watermarks {
     delay: i64,
     idle_timeout: i64,
-    marks: FxHashMap<(Side, u32), Mark>,
+    marks: FxHashMap<(Side, Partition), Mark>,
     w: i64,
 }
 
@@ -45,7 +45,7 @@ impl Watermarks {
 
     /// Declares the input partitions (the same numbers on both sides, SPEC §6), registered as
     /// seen at processing time `now`. Partitions no longer listed are forgotten.
-    pub fn set_partitions(&mut self, partitions: &[u32], now: i64) {
+    pub fn set_partitions(&mut self, partitions: &[Partition], now: i64) {
         self.marks.retain(|(_, p), _| partitions.contains(p));
         for &p in partitions {
             for side in Side::BOTH {
@@ -57,8 +57,8 @@ impl Watermarks {
         }
     }
 
-    pub fn partitions(&self) -> Vec<u32> {
-        let mut ps: Vec<u32> = self.marks.keys().map(|(_, p)| *p).collect();
+    pub fn partitions(&self) -> Vec<Partition> {
+        let mut ps: Vec<Partition> = self.marks.keys().map(|(_, p)| *p).collect();
         ps.sort_unstable();
         ps.dedup();
         ps
@@ -66,7 +66,7 @@ impl Watermarks {
 
     /// Notes a record of `side`/`partition` at processing time `now`, with its row time if it
     /// had one.
-    pub fn observe(&mut self, side: Side, partition: u32, time: Option<i64>, now: i64) {
+    pub fn observe(&mut self, side: Side, partition: Partition, time: Option<i64>, now: i64) {
         let mark = self.marks.entry((side, partition)).or_insert(Mark {
             max_time: None,
             last_seen: now,
@@ -103,7 +103,7 @@ impl Watermarks {
     }
 
     /// The largest row time seen per side and partition, where there is one.
-    pub fn max_times(&self) -> Vec<((Side, u32), i64)> {
+    pub fn max_times(&self) -> Vec<((Side, Partition), i64)> {
         self.marks
             .iter()
             .filter_map(|(k, m)| m.max_time.map(|t| (*k, t)))

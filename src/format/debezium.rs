@@ -1,51 +1,64 @@
 //! `debezium-json` / `debezium-avro`: envelopes `{before, after, op}`, also wrapped in
 //! `{schema, payload}`. `c`/`r` insert `after`, `u` updates `before` to `after`, `d` deletes
-//! `before`; a tombstone is skipped.
+//! `before`; a tombstone is skipped. The envelope is validated once and read in place; only
+//! `before` and `after` become rows.
 
-use serde_json::{Map, Value};
-
-use super::{as_row, json_type, DecodeError};
+use super::{described, member, scan_json, DecodeError};
 use crate::changelog::{Event, Kind, Row};
+use crate::row::scan::{self, Kind as JsonKind};
+use crate::row::Json;
 
-fn field(envelope: &mut Map<String, Value>, name: &str) -> Result<Option<Row>, DecodeError> {
-    match envelope.remove(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => as_row(v, &format!("Debezium `{name}`")).map(Some),
-    }
-}
-
-/// The envelope object, unwrapped from `{schema, payload}`; `None` for a tombstone.
-fn envelope(value: Option<Value>) -> Result<Option<Map<String, Value>>, DecodeError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(mut m)) if m.contains_key("schema") && m.contains_key("payload") => {
-            match m.remove("payload") {
-                Some(Value::Object(p)) => Ok(Some(p)),
-                Some(Value::Null) | None => Ok(None),
-                Some(other) => Err(DecodeError::new(format!(
-                    "Debezium `payload` is {}, expected an object",
-                    json_type(&other)
-                ))),
-            }
-        }
-        Some(Value::Object(m)) => Ok(Some(m)),
-        Some(other) => Err(DecodeError::new(format!(
-            "the record value is not a Debezium envelope (found {})",
-            json_type(&other)
+fn field(v: Option<Json<'_>>, name: &str) -> Result<Option<Row>, DecodeError> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_null() => Ok(None),
+        Some(v) if v.kind() == JsonKind::Object => Ok(Some(Row::from_valid(v.as_bytes()))),
+        Some(v) => Err(DecodeError::new(format!(
+            "Debezium `{name}` is not a JSON object (found {})",
+            described(v)
         ))),
     }
 }
 
-pub fn decode(has_primary_key: bool, value: Option<Value>) -> Result<Option<Event>, DecodeError> {
-    let Some(mut envelope) = envelope(value)? else {
+pub fn decode(has_primary_key: bool, value: Option<&[u8]>) -> Result<Option<Event>, DecodeError> {
+    let Some(bytes) = value else {
         return Ok(None);
     };
-    let op = match envelope.remove("op") {
-        Some(Value::String(op)) => op,
-        Some(other) => {
+    let scanned = scan_json(bytes, "the record value")?;
+    let (mut text, mut members) = match scanned.kind {
+        JsonKind::Null => return Ok(None),
+        JsonKind::Object => (bytes, scanned.members),
+        other => {
+            return Err(DecodeError::new(format!(
+                "the record value is not a Debezium envelope (found {})",
+                other.described()
+            )))
+        }
+    };
+    if let (Some(_), Some(payload)) = (
+        member(text, &members, "schema"),
+        member(text, &members, "payload"),
+    ) {
+        match payload.kind() {
+            JsonKind::Null => return Ok(None),
+            JsonKind::Object => {
+                text = payload.as_bytes();
+                members = scan::members(text).0;
+            }
+            other => {
+                return Err(DecodeError::new(format!(
+                    "Debezium `payload` is {}, expected an object",
+                    other.described()
+                )))
+            }
+        }
+    }
+    let op = match member(text, &members, "op") {
+        Some(v) if v.kind() == JsonKind::String => v.as_str().unwrap_or_default().into_owned(),
+        Some(v) => {
             return Err(DecodeError::new(format!(
                 "Debezium `op` is {}, expected a string",
-                json_type(&other)
+                described(v)
             )))
         }
         None => {
@@ -54,8 +67,8 @@ pub fn decode(has_primary_key: bool, value: Option<Value>) -> Result<Option<Even
             ))
         }
     };
-    let before = field(&mut envelope, "before")?;
-    let after = field(&mut envelope, "after")?;
+    let before = field(member(text, &members, "before"), "before")?;
+    let after = field(member(text, &members, "after"), "after")?;
     let need = |row: Option<Row>, name: &str| {
         row.ok_or_else(|| DecodeError::new(format!("Debezium op `{op}` without `{name}`")))
     };
@@ -88,38 +101,51 @@ pub fn decode(has_primary_key: bool, value: Option<Value>) -> Result<Option<Even
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn row(v: Value) -> Row {
-        v.as_object().unwrap().clone()
+        Row::from_value(&v).unwrap()
+    }
+
+    fn dec(pk: bool, v: Value) -> Result<Option<Event>, DecodeError> {
+        decode(pk, Some(&serde_json::to_vec(&v).unwrap()))
     }
 
     #[test]
     fn ops() {
         let v = json!({"before": null, "after": {"id": 1}, "op": "r"});
         assert_eq!(
-            decode(false, Some(v)).unwrap(),
+            dec(false, v).unwrap(),
             Some(Event::Change(Kind::Insert, row(json!({"id": 1}))))
         );
         let v = json!({"schema": {}, "payload": {"before": {"id": 1}, "after": null, "op": "d"}});
         assert_eq!(
-            decode(false, Some(v)).unwrap(),
+            dec(false, v).unwrap(),
             Some(Event::Change(Kind::Delete, row(json!({"id": 1}))))
         );
         let v = json!({"after": {"id": 1}, "op": "u"});
-        assert!(decode(false, Some(v.clone())).is_err());
+        assert!(dec(false, v.clone()).is_err());
         assert_eq!(
-            decode(true, Some(v)).unwrap(),
+            dec(true, v).unwrap(),
             Some(Event::Update {
                 before: None,
                 after: row(json!({"id": 1}))
             })
         );
         assert_eq!(decode(true, None).unwrap(), None);
+        assert_eq!(decode(true, Some(b"null")).unwrap(), None);
         assert_eq!(
-            decode(true, Some(json!({"schema": {}, "payload": null}))).unwrap(),
+            dec(true, json!({"schema": {}, "payload": null})).unwrap(),
             None
         );
+        // Whitespace inside the envelope does not reach the rows.
+        let e = decode(
+            false,
+            Some(b"{ \"op\" : \"c\", \"after\" : { \"id\" : [1, 2] } }"),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(e, Event::Change(Kind::Insert, row(json!({"id": [1, 2]}))));
     }
 
     #[test]
@@ -137,8 +163,12 @@ mod tests {
             (json!({"after": {}}), "no `op`"),
             (json!({"op": 1}), "`op` is a number"),
         ] {
-            let e = decode(true, Some(v.clone())).unwrap_err();
+            let e = dec(true, v.clone()).unwrap_err();
             assert!(e.0.contains(needle), "{v}: {}", e.0);
         }
+        assert!(decode(true, Some(b"{\"op\":"))
+            .unwrap_err()
+            .0
+            .contains("not valid JSON"));
     }
 }

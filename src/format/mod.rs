@@ -1,6 +1,7 @@
-//! Input formats (SPEC §2): a record's key and value, already parsed to JSON, become one engine
-//! `Event` (or nothing, for a skipped tombstone). Byte-level parsing (JSON text, and later Avro)
-//! happens before this, so replay, which reads records as JSON, runs the same code as `run`.
+//! Input formats (SPEC §2): a record's key and value bytes become one engine `Event` (or
+//! nothing, for a skipped tombstone). JSON is validated once and its rows are kept as compact
+//! text (`row::Row`); envelopes (Debezium, upsert keys) are read without building a tree.
+//! Replay hands records over as bytes too, so it runs exactly this code.
 //!
 //! Decoders never look at state; primary-key normalisation happens in the engine.
 
@@ -11,10 +12,11 @@ mod upsert;
 
 pub use time::parse_time;
 
-use serde_json::Value;
-
-use crate::changelog::{Event, Row};
+use crate::changelog::Event;
 use crate::config::{Envelope, SideSpec};
+use crate::engine::column::Column;
+use crate::row::scan::{self, Kind, Member, Scanned};
+use crate::row::{escape_name, Json};
 
 /// Why a record could not be decoded; the message names what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,67 +29,71 @@ impl DecodeError {
     }
 }
 
-/// Turns a record into an event of `side`; `Ok(None)` is a tombstone to skip (and count).
-pub fn decode(
-    side: &SideSpec,
-    key: Option<Value>,
-    value: Option<Value>,
-) -> Result<Option<Event>, DecodeError> {
-    match side.format.envelope() {
-        Envelope::Plain => plain::decode(value),
-        Envelope::Upsert => {
-            upsert::decode(side.primary_key.as_deref().unwrap_or_default(), key, value)
+/// The decoder of one side's format.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    envelope: Envelope,
+    primary_key: Option<Vec<Column>>,
+}
+
+impl Decoder {
+    pub fn new(side: &SideSpec) -> Self {
+        Decoder {
+            envelope: side.format.envelope(),
+            primary_key: side.primary_key.as_deref().map(Column::list),
         }
-        Envelope::Debezium => debezium::decode(side.primary_key.is_some(), value),
+    }
+
+    /// Turns a record into an event; `Ok(None)` is a tombstone to skip (and count). `None`
+    /// bytes are an absent key or value.
+    pub fn decode(
+        &self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<Option<Event>, DecodeError> {
+        match self.envelope {
+            Envelope::Plain => plain::decode(value),
+            Envelope::Upsert => {
+                upsert::decode(self.primary_key.as_deref().unwrap_or_default(), key, value)
+            }
+            Envelope::Debezium => debezium::decode(self.primary_key.is_some(), value),
+        }
     }
 }
 
-/// Parses a Kafka record's bytes the way `side`'s format reads them: the value as JSON (absent =
-/// tombstone); the key only where the format uses it (upsert formats), as JSON or, when it is
-/// not JSON, as a plain string (a `StringSerializer` key of a one-column primary key).
-pub fn parse_record(
-    side: &SideSpec,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-) -> Result<(Option<Value>, Option<Value>), DecodeError> {
-    let value = value
-        .map(|v| parse_json(v, "the record value"))
-        .transpose()?;
-    let key = match (side.format.envelope(), key) {
-        (Envelope::Upsert, Some(k)) => Some(serde_json::from_slice(k).or_else(|_| {
-            std::str::from_utf8(k)
-                .map(|s| Value::String(s.to_owned()))
-                .map_err(|_| DecodeError::new("the record key is neither JSON nor UTF-8 text"))
-        })?),
-        _ => None,
-    };
-    Ok((key, value))
+/// Validates `bytes` (`what`: "the record value") as one JSON value.
+fn scan_json(bytes: &[u8], what: &str) -> Result<Scanned, DecodeError> {
+    scan::scan(bytes).map_err(|e| DecodeError::new(format!("{what} is not valid JSON: {e}")))
 }
 
-/// Parses JSON bytes (a Kafka key or value); empty bytes are an error, like any invalid JSON.
-pub fn parse_json(bytes: &[u8], what: &str) -> Result<Value, DecodeError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| DecodeError::new(format!("{what} is not valid JSON: {e}")))
+/// The value of the member `name` of an object (the last one, if repeated).
+fn member<'a>(text: &'a [u8], members: &[Member], name: &str) -> Option<Json<'a>> {
+    let mut escaped = Vec::with_capacity(name.len());
+    escape_name(name, &mut escaped);
+    members
+        .iter()
+        .rev()
+        .find(|m| {
+            let raw = &text[m.name.0..m.name.1];
+            if m.name_escaped {
+                serde_json::from_slice::<String>(&text[m.name.0 - 1..m.name.1 + 1])
+                    .is_ok_and(|n| n == name)
+            } else {
+                raw == escaped.as_slice()
+            }
+        })
+        .map(|m| Json::new_unchecked(&text[m.value.0..m.value.1]))
 }
 
-/// The value as a row, or an error naming `what` and the JSON type found.
-fn as_row(v: Value, what: &str) -> Result<Row, DecodeError> {
-    match v {
-        Value::Object(m) => Ok(m),
-        other => Err(DecodeError::new(format!(
-            "{what} is not a JSON object (found {})",
-            json_type(&other)
-        ))),
-    }
+/// "a string", "an object", … for the value `v`.
+fn described(v: Json<'_>) -> &'static str {
+    v.kind().described()
 }
 
-pub fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+/// The error for a value that should be an object.
+fn not_an_object(what: &str, kind: Kind) -> DecodeError {
+    DecodeError::new(format!(
+        "{what} is not a JSON object (found {})",
+        kind.described()
+    ))
 }

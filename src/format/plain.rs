@@ -1,16 +1,21 @@
-//! `json` / `avro`: each value object is one `+I`; a tombstone is skipped.
+//! `json` / `avro`: each value object is one `+I`; a tombstone (absent or `null` value) is
+//! skipped.
 
-use serde_json::Value;
+use super::{not_an_object, scan_json, DecodeError};
+use crate::changelog::{Event, Kind, Row};
+use crate::row::scan;
 
-use super::{as_row, DecodeError};
-use crate::changelog::{Event, Kind};
-
-pub fn decode(value: Option<Value>) -> Result<Option<Event>, DecodeError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => Ok(Some(Event::Change(
+pub fn decode(value: Option<&[u8]>) -> Result<Option<Event>, DecodeError> {
+    let Some(bytes) = value else {
+        return Ok(None);
+    };
+    let scanned = scan_json(bytes, "the record value")?;
+    match scanned.kind {
+        scan::Kind::Null => Ok(None),
+        scan::Kind::Object => Ok(Some(Event::Change(
             Kind::Insert,
-            as_row(v, "the record value")?,
+            Row::from_scanned(bytes, &scanned.members, scanned.compact),
         ))),
+        other => Err(not_an_object("the record value", other)),
     }
 }

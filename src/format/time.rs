@@ -4,9 +4,10 @@
 //! error naming the column and the value.
 
 use chrono::{DateTime, NaiveDateTime};
-use serde_json::Value;
 
-use super::{json_type, DecodeError};
+use super::DecodeError;
+use crate::row::scan::Kind;
+use crate::row::Json;
 
 fn parse_string(s: &str) -> Option<i64> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
@@ -19,34 +20,40 @@ fn parse_string(s: &str) -> Option<i64> {
 }
 
 /// The time in epoch milliseconds held by `value` (the column `column`).
-pub fn parse_time(value: Option<&Value>, column: &str) -> Result<i64, DecodeError> {
+pub fn parse_time(value: Option<Json<'_>>, column: &str) -> Result<i64, DecodeError> {
     let bad = |what: String| {
         DecodeError::new(format!(
             "time column `{column}` {what}: expected epoch milliseconds (a number) or an ISO-8601 timestamp"
         ))
     };
-    match value {
-        None | Some(Value::Null) => Err(bad("is missing".into())),
-        Some(Value::Number(n)) => n
+    let Some(v) = value.filter(|v| !v.is_null()) else {
+        return Err(bad("is missing".into()));
+    };
+    match v.kind() {
+        Kind::Number => v
             .as_i64()
             .or_else(|| {
-                n.as_f64()
+                v.as_f64()
                     .filter(|f| f.is_finite() && f.abs() < 9.2e18)
                     .map(|f| f.floor() as i64)
             })
-            .ok_or_else(|| bad(format!("holds {n}, out of range"))),
-        Some(Value::String(s)) => parse_string(s.trim()).ok_or_else(|| bad(format!("holds {s:?}"))),
-        Some(other) => Err(bad(format!("holds {}", json_type(other)))),
+            .ok_or_else(|| bad(format!("holds {v:?}, out of range"))),
+        Kind::String => {
+            let s = v.as_str().unwrap_or_default();
+            parse_string(s.trim()).ok_or_else(|| bad(format!("holds {s:?}")))
+        }
+        other => Err(bad(format!("holds {}", other.described()))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn t(v: Value) -> Result<i64, DecodeError> {
-        parse_time(Some(&v), "row_time")
+        let text = serde_json::to_vec(&v).unwrap();
+        parse_time(Some(Json::new_unchecked(&text)), "row_time")
     }
 
     #[test]

@@ -61,8 +61,7 @@ impl Batch {
     }
 }
 
-/// `(topic, partition)` → the next offset to consume there.
-pub type Offsets = BTreeMap<(String, i32), i64>;
+pub use crate::pipeline::Offsets;
 
 /// Commits `offsets` of the partitions still `assigned` to the consumer group. A failed commit
 /// only means those records may be consumed again (at-least-once holds).

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::kafka::admin::StartupError;
 use crate::metrics::Metrics;
 
-pub use processor::{InRecord, JoinProcessor, OutputRecord, PassthroughProcessor, Processor};
+pub use processor::{InRecord, JoinProcessor, PassthroughProcessor, Processor};
 pub use run_loop::now_ms;
 
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::Message;
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::Side;
+use crate::changelog::{Partition, Side};
 use crate::config::{Config, OnError};
 use crate::format::DecodeError;
 use crate::kafka::admin::{self, StartupError, Topology};
@@ -27,8 +27,10 @@ use crate::kafka::{self as k};
 use crate::metrics::Metrics;
 
 use super::batch::{self, Batch};
-use super::processor::{InRecord, OutputRecord, Processor};
+use super::processor::{InRecord, Processor};
 use super::RunError;
+use crate::pipeline::ErrorAction;
+use crate::sink::Records;
 
 /// Outputs awaiting acknowledgement before a commit is forced early.
 const MAX_PENDING: usize = 200_000;
@@ -45,19 +47,16 @@ fn send(
     producer: &FutureProducer,
     topic: &str,
     partitions: i32,
-    rec: &OutputRecord,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    timestamp: i64,
 ) -> Result<DeliveryFuture, RunError> {
-    let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).timestamp(rec.timestamp);
-    if let Some(key) = &rec.key {
-        fr = fr
-            .key(key.as_slice())
-            .partition(partition_for(key, partitions));
+    let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).timestamp(timestamp);
+    if let Some(key) = key {
+        fr = fr.key(key).partition(partition_for(key, partitions));
     }
-    if let Some(value) = &rec.value {
-        fr = fr.payload(value.as_slice());
-    }
-    if let Some(h) = &rec.headers {
-        fr = fr.headers(h.clone());
+    if let Some(value) = value {
+        fr = fr.payload(value);
     }
     loop {
         match producer.send_result(fr) {
@@ -82,12 +81,12 @@ struct Loop<'a> {
     /// `(topic, partition)` pairs currently assigned.
     assigned: HashSet<(String, i32)>,
     /// Input partitions whose state this process holds.
-    owned: BTreeSet<u32>,
+    owned: BTreeSet<Partition>,
     /// `(topic, partition)` → the next offset the state already reflects: records below it were
     /// applied before a restart and are skipped (the group's committed offset is advisory).
     persisted: HashMap<(String, i32), i64>,
     batch: Batch,
-    out: Vec<OutputRecord>,
+    out: Records,
     skipped_logged: u64,
 }
 
@@ -107,10 +106,18 @@ impl Loop<'_> {
     /// Produces what the processor appended to `self.out`.
     fn flush_outputs(&mut self) -> Result<(), RunError> {
         let topic = self.cfg.output.topic.as_deref().unwrap_or_default();
-        for rec in self.out.drain(..) {
-            let delivery = send(&self.producer, topic, self.topology.output_partitions, &rec)?;
+        for rec in &self.out.records {
+            let delivery = send(
+                &self.producer,
+                topic,
+                self.topology.output_partitions,
+                self.out.key(rec),
+                self.out.value(rec),
+                rec.timestamp,
+            )?;
             self.batch.delivery(delivery, rec.timestamp);
         }
+        self.out.clear();
         Ok(())
     }
 
@@ -191,13 +198,12 @@ impl Loop<'_> {
             timestamp: msg.timestamp().to_millis().unwrap_or(now),
             key: msg.key(),
             value: msg.payload(),
-            headers: msg.headers(),
         };
         let result = self.processor.process(&rec, now, &mut self.out);
         self.flush_outputs()?;
         if let Err(e) = result {
-            match self.cfg.process.on_error {
-                OnError::Fail => {
+            match self.processor.dispatch() {
+                ErrorAction::Fail => {
                     return Err(RunError::Failed {
                         topic: msg.topic().to_owned(),
                         partition: msg.partition(),
@@ -206,16 +212,15 @@ impl Loop<'_> {
                         error: e.to_string(),
                     })
                 }
-                OnError::Dlq => {
+                ErrorAction::DeadLetter => {
                     tracing::debug!(
                         topic = msg.topic(),
                         partition = msg.partition(),
                         "dead-lettering: {e}"
                     );
                     self.dead_letter(msg, side, &e)?;
-                    self.processor.count_dlq();
                 }
-                OnError::Skip => {
+                ErrorAction::Skip => {
                     self.skipped_logged += 1;
                     if self.skipped_logged.is_power_of_two() {
                         tracing::warn!(
@@ -239,7 +244,7 @@ impl Loop<'_> {
     fn restore(
         &mut self,
         consumer: &BaseConsumer<JoinContext>,
-        partitions: &[u32],
+        partitions: &[Partition],
     ) -> Result<(), RunError> {
         let started = Instant::now();
         let topics = [self.left_topic().to_owned(), self.right_topic().to_owned()];
@@ -248,18 +253,16 @@ impl Loop<'_> {
             let persisted = self.processor.restore(p, &names, now_ms());
             let mut tpl = rdkafka::TopicPartitionList::new();
             for t in &names {
-                tpl.add_partition(t, p as i32);
+                tpl.add_partition(t, p);
             }
             let committed: Vec<Option<i64>> =
                 match consumer.committed_offsets(tpl, Duration::from_secs(10)) {
                     Ok(list) => names
                         .iter()
-                        .map(
-                            |t| match list.find_partition(t, p as i32).map(|e| e.offset()) {
-                                Some(rdkafka::Offset::Offset(o)) => Some(o),
-                                _ => None,
-                            },
-                        )
+                        .map(|t| match list.find_partition(t, p).map(|e| e.offset()) {
+                            Some(rdkafka::Offset::Offset(o)) => Some(o),
+                            _ => None,
+                        })
                         .collect(),
                     Err(e) => {
                         tracing::warn!("cannot read committed offsets of partition {p}: {e}");
@@ -288,7 +291,7 @@ impl Loop<'_> {
             }
             for (t, next) in names.iter().zip(persisted) {
                 if let Some(next) = next {
-                    self.persisted.insert(((*t).to_owned(), p as i32), next);
+                    self.persisted.insert(((*t).to_owned(), p), next);
                 }
             }
         }
@@ -312,21 +315,16 @@ impl Loop<'_> {
                 Assignment::Assigned(list) => {
                     tracing::info!("partitions assigned: {list:?}");
                     self.assigned.extend(list);
-                    let now: BTreeSet<u32> = self
-                        .assigned
-                        .iter()
-                        .map(|(_, p)| (*p).max(0) as u32)
-                        .collect();
-                    let gone: Vec<u32> = self.owned.difference(&now).copied().collect();
+                    let now: BTreeSet<Partition> = self.assigned.iter().map(|(_, p)| *p).collect();
+                    let gone: Vec<Partition> = self.owned.difference(&now).copied().collect();
                     if !gone.is_empty() {
                         self.processor.revoked(&gone);
-                        self.persisted
-                            .retain(|(_, p), _| !gone.contains(&((*p).max(0) as u32)));
+                        self.persisted.retain(|(_, p), _| !gone.contains(p));
                     }
-                    let new: Vec<u32> = now.difference(&self.owned).copied().collect();
+                    let new: Vec<Partition> = now.difference(&self.owned).copied().collect();
                     self.restore(consumer, &new)?;
                     self.owned = now;
-                    let parts: Vec<u32> = self.owned.iter().copied().collect();
+                    let parts: Vec<Partition> = self.owned.iter().copied().collect();
                     self.processor.assigned(&parts, now_ms());
                     self.metrics.set_ready(true);
                 }
@@ -432,7 +430,7 @@ pub fn run_blocking(
         owned: BTreeSet::new(),
         persisted: HashMap::new(),
         batch: Batch::default(),
-        out: Vec::new(),
+        out: Records::default(),
         skipped_logged: 0,
     };
     let topics = [lp.left_topic().to_owned(), lp.right_topic().to_owned()];

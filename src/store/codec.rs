@@ -1,7 +1,6 @@
-//! State values as bytes for RocksDB: a tag byte, fixed-width counters, then the row as JSON
-//! (column order kept). Decoding validates and reports corruption instead of panicking.
-
-use std::sync::Arc;
+//! State values as bytes for RocksDB: a tag byte, fixed-width counters, then the row's compact
+//! JSON text exactly as the row holds it (no re-serialisation). Decoding checks the framing and
+//! reports corruption instead of panicking.
 
 use crate::changelog::Row;
 use crate::engine::state::{RowEntry, StateValue, TimedRow};
@@ -18,14 +17,14 @@ pub fn encode(value: &StateValue) -> Vec<u8> {
             out.extend_from_slice(&e.copies.to_le_bytes());
             out.extend_from_slice(&e.matches.to_le_bytes());
             out.extend_from_slice(&e.stamp.to_le_bytes());
-            serde_json::to_writer(&mut out, &*e.row).expect("rows always serialise");
+            out.extend_from_slice(e.row.json());
             out
         }
         StateValue::Timed(t) => {
             let mut out = Vec::with_capacity(2 + 96);
             out.push(TIMED);
             out.push(u8::from(t.matched) | (u8::from(t.padded) << 1));
-            serde_json::to_writer(&mut out, &*t.row).expect("rows always serialise");
+            out.extend_from_slice(t.row.json());
             out
         }
         StateValue::Bytes(b) => {
@@ -37,10 +36,12 @@ pub fn encode(value: &StateValue) -> Vec<u8> {
     }
 }
 
-fn row(bytes: &[u8]) -> Result<Arc<Row>, String> {
-    serde_json::from_slice(bytes)
-        .map(Arc::new)
-        .map_err(|e| format!("corrupt stored row: {e}"))
+fn row(bytes: &[u8]) -> Result<Row, String> {
+    // Stored rows are sidejoin's own compact text: check the framing, not the grammar.
+    if bytes.len() < 2 || bytes[0] != b'{' || bytes[bytes.len() - 1] != b'}' {
+        return Err(format!("corrupt stored row ({} bytes)", bytes.len()));
+    }
+    Ok(Row::from_compact(bytes))
 }
 
 pub fn decode(bytes: &[u8]) -> Result<StateValue, String> {
@@ -75,12 +76,7 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let r: Arc<Row> = Arc::new(
-            json!({"b": 1, "a": [1.5, "x"]})
-                .as_object()
-                .unwrap()
-                .clone(),
-        );
+        let r = Row::from_value(&json!({"b": 1, "a": [1.5, "x"]})).unwrap();
         for v in [
             StateValue::Row(RowEntry {
                 row: r.clone(),

@@ -19,6 +19,7 @@ use std::path::Path;
 
 use rocksdb::{ReadOptions, WriteBatch, WriteOptions, DB};
 
+use crate::changelog::Partition;
 use crate::engine::state::{JoinState, StateError, StateValue};
 
 pub use options::StoreOptions;
@@ -81,10 +82,10 @@ impl RocksState {
         self
     }
 
-    fn delete_partition_now(&mut self, partition: u32) -> Result<(), StateError> {
+    fn delete_partition_now(&mut self, partition: Partition) -> Result<(), StateError> {
         let prefix = partition.to_be_bytes();
         self.overlay.retain(|k, _| !k.starts_with(&prefix));
-        let end = (u64::from(partition) + 1).to_be_bytes();
+        let end = (u64::from(partition as u32) + 1).to_be_bytes();
         let mut batch = WriteBatch::default();
         batch.delete_range(&prefix[..], &end[4..]);
         self.db
@@ -192,14 +193,14 @@ impl JoinState for RocksState {
         }
     }
 
-    fn release_partition(&mut self, partition: u32) {
+    fn release_partition(&mut self, partition: Partition) {
         // The data stays on disk for a later assignment (checked for staleness then); only
         // pending writes, already flushed by the runtime before a revoke, would be dropped.
         let prefix = partition.to_be_bytes();
         self.overlay.retain(|k, _| !k.starts_with(&prefix));
     }
 
-    fn delete_partition(&mut self, partition: u32) -> Result<(), StateError> {
+    fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
         self.delete_partition_now(partition)
     }
 

@@ -5,7 +5,8 @@
 //! - `expected.jsonl`: what replay prints, written by hand from SPEC;
 //! - optionally `args` (extra replay arguments, one line; `--stdin` feeds the input on stdin),
 //!   `exit` (the expected exit code, default 0), `stderr.jsonl` (JSON lines each contained in
-//!   some stderr line, see `compare::subset`), `stderr.txt` (substrings stderr must contain) and
+//!   some stderr line, see `compare::subset`), `stderr.txt` (substrings stderr must contain),
+//!   `stdout.txt` (substrings stdout must contain byte for byte: number text, key bytes) and
 //!   `ordered` (an empty file: changes must also keep their order within each cause).
 
 use std::io::Write;
@@ -31,6 +32,7 @@ pub struct Fixture {
     pub exit: i32,
     pub stderr_json: Vec<Value>,
     pub stderr_text: Vec<String>,
+    pub stdout_text: Vec<String>,
     pub ordered: bool,
 }
 
@@ -70,6 +72,18 @@ fn read_opt(dir: &Path, file: &str) -> Option<String> {
     std::fs::read_to_string(dir.join(file)).ok()
 }
 
+/// The non-blank lines of an optional file.
+fn lines_of(dir: &Path, file: &str) -> Vec<String> {
+    read_opt(dir, file)
+        .map(|s| {
+            s.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn load(dir: &Path) -> Fixture {
     let read =
         |f: &str| read_opt(dir, f).unwrap_or_else(|| panic!("{}: missing {f}", dir.display()));
@@ -88,14 +102,8 @@ pub fn load(dir: &Path) -> Fixture {
         stderr_json: read_opt(dir, "stderr.jsonl")
             .map(|s| parse_lines(&s).expect("stderr.jsonl"))
             .unwrap_or_default(),
-        stderr_text: read_opt(dir, "stderr.txt")
-            .map(|s| {
-                s.lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        stderr_text: lines_of(dir, "stderr.txt"),
+        stdout_text: lines_of(dir, "stdout.txt"),
         ordered: dir.join("ordered").exists(),
     }
 }
@@ -199,6 +207,14 @@ pub fn check(f: &Fixture, o: &Outcome) -> Result<(), String> {
             return Err(format!(
                 "stderr does not contain {t:?}\nstderr:\n{}",
                 o.stderr
+            ));
+        }
+    }
+    for t in &f.stdout_text {
+        if !o.stdout.contains(t.as_str()) {
+            return Err(format!(
+                "stdout does not contain {t:?} byte for byte\nstdout:\n{}",
+                o.stdout
             ));
         }
     }

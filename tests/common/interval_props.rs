@@ -18,7 +18,7 @@ pub struct Rec {
     /// 0..3 are keys, 3 is a null key.
     pub key: u8,
     pub time: i64,
-    pub partition: u32,
+    pub partition: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -35,7 +35,7 @@ pub fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         0u8..4,
         0i64..120,
-        prop_oneof![4 => Just(0u32), 1 => Just(1u32)],
+        prop_oneof![4 => Just(0i32), 1 => Just(1i32)],
     )
         .prop_map(|(left, key, time, partition)| Rec {
             left,
@@ -85,10 +85,10 @@ pub fn reference(c: &Case, join_type: &str) -> Vec<Out> {
         };
         w > bound + i128::from(c.lateness)
     };
-    let mut partitions: Vec<u32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
+    let mut partitions: Vec<i32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
     partitions.sort_unstable();
     partitions.dedup();
-    let mut max_time: BTreeMap<(bool, u32), i64> = BTreeMap::new();
+    let mut max_time: BTreeMap<(bool, i32), i64> = BTreeMap::new();
     let mut w: i128 = i128::MIN;
     // (record index, matched, evicted) of stored rows.
     let mut stored: Vec<(usize, bool, bool)> = Vec::new();
@@ -197,7 +197,7 @@ pub fn run_engine<S: JoinState>(
     let cfg = config::load(env(c, join_type), Mode::Replay).map_err(|e| e.to_string())?;
     let mut engine = Engine::new(&cfg.join);
     let projection = engine.plan().projection.clone();
-    let mut partitions: Vec<u32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
+    let mut partitions: Vec<i32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
     partitions.sort_unstable();
     partitions.dedup();
     engine.set_partitions(&partitions, 0);
@@ -208,7 +208,9 @@ pub fn run_engine<S: JoinState>(
                 if ch.kind != Kind::Insert {
                     return Err(format!("cause {cause}: {} is not an insert", ch.kind));
                 }
-                let row = projection.project(ch.left.as_deref(), ch.right.as_deref());
+                let row = projection
+                    .project(ch.left.as_ref(), ch.right.as_ref())
+                    .to_value();
                 let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0) as usize;
                 outs.push((cause, n(row.get("l")), n(row.get("r"))));
             }
@@ -220,7 +222,7 @@ pub fn run_engine<S: JoinState>(
         } else {
             json!(r.key)
         };
-        let row = json!({"k": k, "n": i + 1}).as_object().unwrap().clone();
+        let row = sidejoin::changelog::Row::from_value(&json!({"k": k, "n": i + 1})).unwrap();
         let mut changes = Vec::new();
         let input = Input {
             side: side_of(r),

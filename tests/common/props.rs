@@ -314,12 +314,11 @@ impl<S: JoinState> Run<S> {
     }
 
     fn feed(&mut self, rec: &Record, n: usize) -> Result<Vec<JoinedChange>, String> {
-        let event = format::decode(
-            &self.sides[rec.side.index()],
-            rec.key.clone(),
-            rec.value.clone(),
-        )
-        .map_err(|e| format!("record {n} did not decode: {e}"))?;
+        let bytes = |v: &Option<Value>| v.as_ref().map(|v| serde_json::to_vec(v).unwrap());
+        let (key, value) = (bytes(&rec.key), bytes(&rec.value));
+        let event = format::Decoder::new(&self.sides[rec.side.index()])
+            .decode(key.as_deref(), value.as_deref())
+            .map_err(|e| format!("record {n} did not decode: {e}"))?;
         let mut out = Vec::new();
         let input = Input {
             side: rec.side,
@@ -367,9 +366,11 @@ pub fn run_case<S: JoinState>(
         let changes = full.feed(&rec, n)?;
         for ch in &changes {
             let row = canon(
-                &projection
-                    .project(ch.left.as_deref(), ch.right.as_deref())
-                    .to_map(),
+                projection
+                    .project(ch.left.as_ref(), ch.right.as_ref())
+                    .to_value()
+                    .as_object()
+                    .unwrap(),
             );
             let count = output.entry(row.clone()).or_insert(0);
             if ch.kind.is_accumulate() {

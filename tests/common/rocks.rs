@@ -97,7 +97,7 @@ impl JoinState for TempRocks {
         let g = self.group(group);
         self.state.borrow_mut().scan_from(&g, from, visit)
     }
-    fn release_partition(&mut self, _partition: u32) {
+    fn release_partition(&mut self, _partition: i32) {
         // Namespaced stores are never released by the suites; the database is shared.
     }
     fn flush(&mut self) -> Result<(), StateError> {
@@ -133,7 +133,7 @@ impl<S: JoinState> JoinState for Counting<S> {
             visit(k, v)
         })
     }
-    fn release_partition(&mut self, partition: u32) {
+    fn release_partition(&mut self, partition: i32) {
         self.inner.release_partition(partition)
     }
     fn flush(&mut self) -> Result<(), StateError> {
