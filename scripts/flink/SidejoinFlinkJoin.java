@@ -102,7 +102,8 @@ public final class SidejoinFlinkJoin {
                 + "  id0 BIGINT, score BIGINT, level BIGINT, tag STRING, ts0 BIGINT,\n"
                 + "  PRIMARY KEY (id) NOT ENFORCED\n"
                 + ") WITH (\n  'topic' = '" + output + "',\n" + common + ",\n"
-                + "  'value.json.encode.ignore-null-fields' = 'true'" + producer + "\n)");
+                + "  'value.json.encode.ignore-null-fields' = 'true',\n"
+                + "  'sink.delivery-guarantee' = 'at-least-once'" + producer + "\n)");
         String insert = "INSERT INTO o\n"
                 + "SELECT l.id, l.name, l.city, l.age, l.ts, r.id AS id0, r.score, r.level, r.tag, r.ts AS ts0\n"
                 + "FROM l LEFT JOIN r ON l.id = r.id";
