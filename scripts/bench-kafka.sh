@@ -174,6 +174,7 @@ measure() {
   local cpu rss
   cpu=$(awk -v t="$ticks" '{sub(/^.*\) /, ""); print ($12 + $13 + $14 + $15) / t}' "/proc/$pid/stat")
   rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$pid/status")
+  local load; load=$(cut -d' ' -f1 /proc/loadavg)
   kill -TERM "$pid"
   wait "$pid" || true
   pid=""
@@ -184,22 +185,23 @@ measure() {
   [ "$records" = "$end" ] || say "warning: $out: $records records read, end offsets $end"
   local span_ms=$((last - first))
   [ "$span_ms" -gt 0 ] || span_ms=1
-  echo "$mode $(echo "$N * 1000 / $span_ms" | bc -l) $cpu $cpu_first $rss $records $tombstones $(echo "$span_ms / 1000" | bc -l)" >>"$dir/results"
+  echo "$mode $(echo "$N * 1000 / $span_ms" | bc -l) $cpu $cpu_first $rss $records $tombstones $(echo "$span_ms / 1000" | bc -l) $load" >>"$dir/results"
   say "$mode: $records records out, append times span ${span_ms} ms, CPU ${cpu} s, peak RSS ${rss} MiB"
 }
 
 : >"$dir/results"
 for mode in $MODES; do measure "$mode"; done
 
-printf '\n%-14s %10s %8s %7s %10s %10s %8s %8s %11s %10s\n' mode records/s span_s cpu_s cpu_us/rec startup_cpu rss_MiB vs_first records_out tombstones
+printf '\n%-14s %10s %8s %7s %10s %11s %8s %8s %11s %10s %6s\n' mode records/s span_s cpu_s cpu_us/rec startup_cpu rss_MiB vs_first records_out tombstones load1
 base=""
-while read -r mode r cpu cpu_first rss records tombstones span_s; do
+while read -r mode r cpu cpu_first rss records tombstones span_s load; do
   [ -z "$base" ] && base=$r
-  printf '%-14s %10.0f %8.2f %7.1f %10.2f %10.1f %8.0f %7.0f%% %11s %10s\n' "$mode" "$r" "$span_s" "$cpu" \
-    "$(echo "$cpu * 1000000 / $N" | bc -l)" "$cpu_first" "$rss" "$(echo "100 * $r / $base" | bc -l)" "$records" "$tombstones"
+  printf '%-14s %10.0f %8.2f %7.1f %10.2f %11.1f %8.0f %7.0f%% %11s %10s %6s\n' "$mode" "$r" "$span_s" "$cpu" \
+    "$(echo "$cpu * 1000000 / $N" | bc -l)" "$cpu_first" "$rss" "$(echo "100 * $r / $base" | bc -l)" "$records" "$tombstones" "$load"
 done <"$dir/results"
 echo "(N=$N, KEYS=$KEYS, PARTITIONS=$PARTITIONS; records/s = N / output append-time span;"
 echo " cpu_s and rss include start-up and the ${QUIET_MS} ms quiet wait; startup_cpu = CPU s before the first output;"
+echo " load1 = the machine's 1-minute load average at the end of the mode ($(nproc) cores): other work makes figures noisy;"
 echo " run = RocksDB state, run-in-memory = memory state; Flink 2.2.0 SQL, parallelism 1, one JVM,"
 echo " checkpoints every $FLINK_CHECKPOINT_INTERVAL $FLINK_CHECKPOINT_MODE (RocksDB incremental), producer: $FLINK_PRODUCER_PROPS)"
 
