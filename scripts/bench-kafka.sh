@@ -96,10 +96,18 @@ logger.kafka.name = org.apache.kafka
 logger.kafka.level = WARN
 logger.kafkashaded.name = org.apache.flink.kafka.shaded.org.apache.kafka
 logger.kafkashaded.level = WARN
+logger.typeextractor.name = org.apache.flink.api.java.typeutils.TypeExtractor
+logger.typeextractor.level = WARN
 EOF
 
 ticks=$(getconf CLK_TCK)
 now() { date +%s; }
+# alive PID: the process exists and is not a zombie.
+alive() {
+  local state
+  state=$(awk '{sub(/^.*\) /, ""); print $1}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
 # fail MODE LOG MESSAGE: the tail of the mode's log, then exit 1 (the trap cleans up).
 fail() { say "$1: $3"; tail -n 30 "$2" >&2; exit 1; }
 
@@ -152,7 +160,7 @@ measure() {
   watcher=$!
   local deadline=$(($(now) + RUN_TIMEOUT)) addr="" consumed=0
   while [ "$consumed" -lt "$N" ]; do
-    kill -0 "$pid" 2>/dev/null || fail "$mode" "$log" "the process died"
+    alive "$pid" || fail "$mode" "$log" "the process died"
     [ "$(now)" -lt "$deadline" ] || fail "$mode" "$log" "consumed $consumed of $N records in ${RUN_TIMEOUT}s"
     if [ -z "$addr" ]; then
       case "$mode" in
