@@ -10,10 +10,11 @@
 //!     topic_span watch BOOTSTRAP TOPIC QUIET_MS TIMEOUT_S PID [GATE_FILE]
 //!         Polls the end offsets of TOPIC every 50 ms until they are > 0, GATE_FILE exists (the
 //!         caller creates it once PID has consumed all its input) and the offsets have not changed
-//!         for QUIET_MS (quiescence); then prints `end=N cpu_s_first_output=C last_growth_s=S`: C
-//!         is the CPU seconds (utime+stime, children included) of PID when the first output
-//!         record was seen, S the seconds from the start of the watch to the last growth. Exits 1
-//!         if PID dies or TIMEOUT_S passes first.
+//!         for QUIET_MS (quiescence); then prints
+//!         `end=N cpu_s_first_output=C first_output_s=F last_growth_s=S`: C is the CPU seconds
+//!         (utime+stime, children included) of PID when the first output record was seen, F and S
+//!         the seconds from the start of the watch to the first output and to the last growth.
+//!         Exits 1 if PID dies or TIMEOUT_S passes first.
 //!
 //!     topic_span compare BOOTSTRAP TOPIC_A TOPIC_B
 //!         Folds each topic as an upsert table (key -> last value, a null value deletes the key;
@@ -156,6 +157,7 @@ fn watch(
     let parts = partitions(&c, topic);
     let started = Instant::now();
     let (mut end, mut changed, mut cpu_first) = (0i64, Instant::now(), None::<f64>);
+    let mut first_output = Duration::ZERO;
     loop {
         let mut total = 0;
         for &p in &parts {
@@ -172,6 +174,7 @@ fn watch(
         if total != end {
             if end == 0 && cpu_first.is_none() {
                 cpu_first = cpu;
+                first_output = started.elapsed();
             }
             end = total;
             changed = Instant::now();
@@ -179,8 +182,9 @@ fn watch(
         let open = gate.is_none_or(|g| std::path::Path::new(g).exists());
         if end > 0 && open && changed.elapsed() >= Duration::from_millis(quiet_ms) {
             println!(
-                "end={end} cpu_s_first_output={:.2} last_growth_s={:.1}",
+                "end={end} cpu_s_first_output={:.2} first_output_s={:.1} last_growth_s={:.1}",
                 cpu_first.unwrap_or(0.0),
+                first_output.as_secs_f64(),
                 (changed - started).as_secs_f64()
             );
             return;

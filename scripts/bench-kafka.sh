@@ -128,7 +128,7 @@ flink_consumed() {
 }
 
 # measure MODE: runs the mode until it consumed N records and its output is quiet; appends
-# "mode records_s cpu_s cpu_first rss records_out tombstones span_s" to $dir/results.
+# "mode records_s cpu_s cpu_first rss records_out tombstones span_s load1" to $dir/results.
 measure() {
   local mode=$1 out="out-$1" log="$dir/$1.log" gate="$dir/$1.consumed"
   case "$mode" in
@@ -186,15 +186,15 @@ measure() {
   kill -TERM "$pid"
   wait "$pid" || true
   pid=""
-  local end cpu_first records tombstones first last type
-  read -r end cpu_first _ <<<"$(tr ' ' '\n' <"$dir/$mode.watch" | cut -d= -f2 | tr '\n' ' ')"
+  local end cpu_first first_out records tombstones first last type
+  read -r end cpu_first first_out _ <<<"$(tr ' ' '\n' <"$dir/$mode.watch" | cut -d= -f2 | tr '\n' ' ')"
   read -r records tombstones first last type <<<"$("$span" span "$bootstrap" "$out" | tr ' ' '\n' | cut -d= -f2 | tr '\n' ' ')"
   [ "$type" = LogAppendTime ] || say "warning: $out has $type timestamps, not LogAppendTime"
   [ "$records" = "$end" ] || say "warning: $out: $records records read, end offsets $end"
   local span_ms=$((last - first))
   [ "$span_ms" -gt 0 ] || span_ms=1
   echo "$mode $(echo "$N * 1000 / $span_ms" | bc -l) $cpu $cpu_first $rss $records $tombstones $(echo "$span_ms / 1000" | bc -l) $load" >>"$dir/results"
-  say "$mode: $records records out, append times span ${span_ms} ms, CPU ${cpu} s, peak RSS ${rss} MiB"
+  say "$mode: first output after ${first_out} s; $records records out, append times span ${span_ms} ms, CPU ${cpu} s, peak RSS ${rss} MiB"
 }
 
 : >"$dir/results"
