@@ -50,13 +50,6 @@ for mode in $MODES; do
 done
 say() { printf 'bench-kafka.sh: %s\n' "$*" >&2; }
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
-cargo build --release --quiet --bin sidejoin --example bench_produce --example topic_span
-bin="$CARGO_TARGET_DIR/release/sidejoin"
-span="$CARGO_TARGET_DIR/release/examples/topic_span"
-# Flink's jars and the job class before the broker starts, so no download is timed.
-case " $MODES " in *" flink-"*) scripts/flink.sh build >/dev/null ;; esac
-
 dir=$(mktemp -d /tmp/sidejoin-bench.XXXXXX)
 pid=""; watcher=""
 cleanup() {
@@ -72,6 +65,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
+cargo build --release --quiet --bin sidejoin --example bench_produce --example topic_span
+# Copies: the target dir is shared, and a build of another checkout can replace release/sidejoin
+# while the bench runs.
+mkdir -p "$dir/bin"
+cp "$CARGO_TARGET_DIR/release/sidejoin" "$CARGO_TARGET_DIR/release/examples/bench_produce" \
+  "$CARGO_TARGET_DIR/release/examples/topic_span" "$dir/bin/"
+bin="$dir/bin/sidejoin"; span="$dir/bin/topic_span"
+revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+[ -z "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] || revision="$revision+changes"
+# Flink's jars and the job class before the broker starts, so no download is timed.
+case " $MODES " in *" flink-"*) scripts/flink.sh build >/dev/null ;; esac
 # The broker with its full JIT (the default C1-only setting favours start-up, not throughput).
 export LOCAL_KAFKA_JVM_OPTS="${LOCAL_KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20}"
 export LOCAL_KAFKA_HEAP_OPTS="${LOCAL_KAFKA_HEAP_OPTS:--Xms1g -Xmx1g}"
@@ -80,7 +86,7 @@ for t in left right; do scripts/kafka.sh topic "$dir/kafka" "$t" "$PARTITIONS" >
 for mode in $MODES; do
   scripts/kafka.sh topic "$dir/kafka" "out-$mode" "$PARTITIONS" message.timestamp.type=LogAppendTime >/dev/null
 done
-"$CARGO_TARGET_DIR/release/examples/bench_produce" "$bootstrap" left right "$N" "$KEYS"
+"$dir/bin/bench_produce" "$bootstrap" left right "$N" "$KEYS"
 
 cat >"$dir/log4j2.properties" <<EOF
 # The Flink job's log (its stderr goes to DIR/MODE.log).
@@ -207,7 +213,7 @@ while read -r mode r cpu cpu_first rss records tombstones span_s load; do
   printf '%-14s %10.0f %8.2f %7.1f %10.2f %11.1f %8.0f %7.0f%% %11s %10s %6s\n' "$mode" "$r" "$span_s" "$cpu" \
     "$(echo "$cpu * 1000000 / $N" | bc -l)" "$cpu_first" "$rss" "$(echo "100 * $r / $base" | bc -l)" "$records" "$tombstones" "$load"
 done <"$dir/results"
-echo "(N=$N, KEYS=$KEYS, PARTITIONS=$PARTITIONS; records/s = N / output append-time span;"
+echo "(N=$N, KEYS=$KEYS, PARTITIONS=$PARTITIONS, sidejoin at $revision; records/s = N / output append-time span;"
 echo " cpu_s and rss include start-up and the ${QUIET_MS} ms quiet wait; startup_cpu = CPU s before the first output;"
 echo " load1 = the machine's 1-minute load average at the end of the mode ($(nproc) cores): other work makes figures noisy;"
 echo " run = RocksDB state, run-in-memory = memory state; Flink 2.2.0 SQL, parallelism 1, one JVM,"
