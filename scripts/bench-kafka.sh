@@ -74,7 +74,8 @@ mkdir -p "$dir/bin"
 cp "$CARGO_TARGET_DIR/release/sidejoin" "$CARGO_TARGET_DIR/release/examples/bench_produce" \
   "$CARGO_TARGET_DIR/release/examples/topic_span" "$dir/bin/"
 bin="$dir/bin/sidejoin"; span="$dir/bin/topic_span"
-revision="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+revision="$(git log -1 --format=%h -- src Cargo.toml Cargo.lock 2>/dev/null || true)"
+[ -n "$revision" ] || revision=unknown
 [ -z "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] || revision="$revision+changes"
 # Flink's jars and the job class before the broker starts, so no download is timed.
 case " $MODES " in *" flink-"*) scripts/flink.sh build >/dev/null ;; esac
