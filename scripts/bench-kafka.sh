@@ -1,75 +1,233 @@
 #!/usr/bin/env bash
-# Kafka benchmark (not run in CI): on one local broker, the passthrough (consume both topics,
-# produce every record unchanged, same consumer/producer/commit code) and sidejoin (left join on
-# the key, with memory or RocksDB state) each consume the same N input records over KEYS keys;
-# prints records/s, CPU seconds and peak RSS of each run and its throughput relative to the first.
+# Kafka benchmark (not run in CI): on one local broker and the same N input records over KEYS keys
+# (bench_produce: two topics `left` and `right`, PARTITIONS partitions, 5-column JSON rows), each
+# mode consumes all N records from the beginning and writes its own output topic:
+#   passthrough     sidejoin's hidden passthrough (same consumer/producer/commit code, records
+#                   copied unchanged, no join)
+#   run-in-memory   sidejoin, left join on id, primary keys on both sides, upsert output, memory state
+#   run             the same with RocksDB state (SIDEJOIN_STATE_DIR)
+#   flink-rocksdb   the same join as Flink 2.2 SQL (scripts/flink/SidejoinFlinkJoin.java) at
+#                   parallelism 1 in one JVM, upsert-kafka in and out, RocksDB state backend
+#   flink-heap      the same with the hashmap (heap) state backend
+# and prints one table: records/s, CPU seconds, CPU µs per input record, CPU before the first
+# output (start-up), peak RSS, throughput relative to the first mode, records out. Then it folds
+# the join modes' output topics as upsert tables and says whether their final tables agree.
+#
 #   N=1000000 KEYS=100000 PARTITIONS=2 scripts/bench-kafka.sh
-# MODES picks the runs (default: passthrough, the join with memory state, the join with RocksDB
-# state); ratios are to the first mode.
-# Extra SIDEJOIN_* variables in the environment (e.g. state settings) apply to the sidejoin run.
+#   MODES="run flink-rocksdb" N=200000 scripts/bench-kafka.sh
+#
+# Timing, the same for every mode: each output topic has message.timestamp.type=LogAppendTime;
+# a run ends when the process has consumed all N records (sidejoin: /metrics
+# sidejoin_records_in_total; Flink: the join vertex's read-records from its REST API) and the output
+# topic's end offsets have not grown for QUIET_MS (3000); records/s = N / (last - first append time
+# in the output topic), so start-up (Flink's ~5 s) and the quiet wait drop out. CPU is
+# utime+stime (+ children) from /proc/PID/stat and peak RSS VmHWM from /proc/PID/status, both
+# sampled just before the process is stopped: they include start-up and the quiet wait.
+#
+# Environment:
+#   N, KEYS, PARTITIONS, MODES (default: all five above; ratios are to the first mode)
+#   QUIET_MS (3000), RUN_TIMEOUT (seconds per mode, 1800), KEEP_DIR=1 keeps the temp dir (logs)
+#   FLINK_CHECKPOINT_INTERVAL (10s), FLINK_CHECKPOINT_MODE (AT_LEAST_ONCE)
+#   FLINK_PRODUCER_PROPS ("linger.ms=5 batch.size=1000000": sidejoin's producer settings, see
+#     src/kafka/mod.rs and librdkafka's batch.size default), FLINK_CONSUMER_PROPS (none),
+#     FLINK_JVM_OPTS (scripts/flink.sh: "-Xms512m -Xmx2g -XX:+UseG1GC"), FLINK_LOG_LEVEL (INFO)
+#   Extra SIDEJOIN_* variables (e.g. state settings) apply to the sidejoin runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-1000000}"; KEYS="${KEYS:-100000}"; PARTITIONS="${PARTITIONS:-2}"
-MODES="${MODES:-passthrough run-in-memory run}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
-cargo build --release --quiet --bin sidejoin --example bench_produce
-bin="$CARGO_TARGET_DIR/release/sidejoin"
+MODES="${MODES:-passthrough run-in-memory run flink-rocksdb flink-heap}"
+QUIET_MS="${QUIET_MS:-3000}"; RUN_TIMEOUT="${RUN_TIMEOUT:-1800}"
+FLINK_CHECKPOINT_INTERVAL="${FLINK_CHECKPOINT_INTERVAL:-10s}"
+FLINK_CHECKPOINT_MODE="${FLINK_CHECKPOINT_MODE:-AT_LEAST_ONCE}"
+FLINK_PRODUCER_PROPS="${FLINK_PRODUCER_PROPS-linger.ms=5 batch.size=1000000}"
+FLINK_CONSUMER_PROPS="${FLINK_CONSUMER_PROPS-}"
+FLINK_LOG_LEVEL="${FLINK_LOG_LEVEL:-INFO}"
+for mode in $MODES; do
+  case "$mode" in
+    passthrough | run-in-memory | run | flink-rocksdb | flink-heap) ;;
+    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run flink-rocksdb flink-heap)" >&2; exit 2 ;;
+  esac
+done
+say() { printf 'bench-kafka.sh: %s\n' "$*" >&2; }
+
 dir=$(mktemp -d /tmp/sidejoin-bench.XXXXXX)
-pid=""
+pid=""; watcher=""
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  local p
+  for p in $watcher $pid; do
+    kill -TERM "$p" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
   scripts/kafka.sh stop "$dir/kafka" >/dev/null 2>&1 || true
-  rm -rf "$dir"
+  if [ "${KEEP_DIR:-0}" = 1 ]; then say "kept $dir"; else rm -rf "$dir"; fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
+cargo build --release --quiet --bin sidejoin --example bench_produce --example topic_span
+# Copies: the target dir is shared, and a build of another checkout can replace release/sidejoin
+# while the bench runs.
+mkdir -p "$dir/bin"
+cp "$CARGO_TARGET_DIR/release/sidejoin" "$CARGO_TARGET_DIR/release/examples/bench_produce" \
+  "$CARGO_TARGET_DIR/release/examples/topic_span" "$dir/bin/"
+bin="$dir/bin/sidejoin"; span="$dir/bin/topic_span"
+revision="$(git log -1 --format=%h -- src Cargo.toml Cargo.lock 2>/dev/null || true)"
+[ -n "$revision" ] || revision=unknown
+[ -z "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] || revision="$revision+changes"
+# Flink's jars and the job class before the broker starts, so no download is timed.
+case " $MODES " in *" flink-"*) scripts/flink.sh build >/dev/null ;; esac
 # The broker with its full JIT (the default C1-only setting favours start-up, not throughput).
 export LOCAL_KAFKA_JVM_OPTS="${LOCAL_KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20}"
 export LOCAL_KAFKA_HEAP_OPTS="${LOCAL_KAFKA_HEAP_OPTS:--Xms1g -Xmx1g}"
 bootstrap=$(scripts/kafka.sh start "$dir/kafka")
-for t in left right out-pass out-join; do scripts/kafka.sh topic "$dir/kafka" "$t" "$PARTITIONS" >/dev/null; done
-"$CARGO_TARGET_DIR/release/examples/bench_produce" "$bootstrap" left right "$N" "$KEYS"
+for t in left right; do scripts/kafka.sh topic "$dir/kafka" "$t" "$PARTITIONS" >/dev/null; done
+for mode in $MODES; do
+  scripts/kafka.sh topic "$dir/kafka" "out-$mode" "$PARTITIONS" message.timestamp.type=LogAppendTime >/dev/null
+done
+"$dir/bin/bench_produce" "$bootstrap" left right "$N" "$KEYS"
 
-# Runs `sidejoin $1` until it consumed N records; prints "seconds cpu_seconds peak_rss_mib".
-measure() {
-  local mode=$1 out=$2 log="$dir/$1.log"
-  SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID="bench-$mode" \
-  SIDEJOIN_LEFT_TOPIC=left SIDEJOIN_RIGHT_TOPIC=right SIDEJOIN_OUTPUT_TOPIC="$out" \
-  SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
-  SIDEJOIN_LEFT_PRIMARY_KEY="${SIDEJOIN_LEFT_PRIMARY_KEY-id}" SIDEJOIN_RIGHT_PRIMARY_KEY="${SIDEJOIN_RIGHT_PRIMARY_KEY-id}" \
-  SIDEJOIN_OUTPUT_MODE="${SIDEJOIN_OUTPUT_MODE:-upsert}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
-  SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$dir/state-$mode" \
-    "$bin" "$mode" 2>"$log" &
-  pid=$!
-  local addr="" start="" now
-  for _ in $(seq 1 600); do
-    addr=$(sed -n 's/.*http listening on \([0-9.:]*\).*/\1/p' "$log" | head -1)
-    [ -n "$addr" ] && break; sleep 0.05
-  done
-  local consumed=0
-  while [ "$consumed" -lt "$N" ]; do
-    consumed=$(curl -s "http://$addr/metrics" | awk '/^sidejoin_records_in_total/ {s += $2} END {print s + 0}')
-    now=$(date +%s.%N)
-    if [ -z "$start" ] && [ "$consumed" -gt 0 ]; then start=$now; start_count=$consumed; fi
-    kill -0 "$pid" 2>/dev/null || { echo "$mode died:" >&2; tail "$log" >&2; exit 1; }
-    sleep 0.05
-  done
-  local end=$now
-  local produced; produced=$(curl -s "http://$addr/metrics" | awk '/^sidejoin_records_out_total/ {s += $2} END {print s + 0}')
-  local ticks; ticks=$(getconf CLK_TCK)
-  local cpu; cpu=$(awk -v t="$ticks" '{print ($14 + $15) / t}' "/proc/$pid/stat")
-  local rss; rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$pid/status")
-  kill -TERM "$pid"; wait "$pid" || true; pid=""
-  echo "$(echo "$end - $start" | bc -l) $cpu $rss $start_count $produced"
+cat >"$dir/log4j2.properties" <<EOF
+# The Flink job's log (its stderr goes to DIR/MODE.log).
+status = warn
+appender.console.type = Console
+appender.console.name = STDERR
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d %p %c{1} - %m%n
+rootLogger.level = ${FLINK_LOG_LEVEL}
+rootLogger.appenderRef.console.ref = STDERR
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = WARN
+logger.kafkashaded.name = org.apache.flink.kafka.shaded.org.apache.kafka
+logger.kafkashaded.level = WARN
+logger.typeextractor.name = org.apache.flink.api.java.typeutils.TypeExtractor
+logger.typeextractor.level = WARN
+EOF
+
+ticks=$(getconf CLK_TCK)
+now() { date +%s; }
+# alive PID: the process exists and is not a zombie.
+alive() {
+  local state
+  state=$(awk '{sub(/^.*\) /, ""); print $1}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+# fail MODE LOG MESSAGE: the tail of the mode's log, then exit 1 (the trap cleans up).
+fail() { say "$1: $3"; tail -n 30 "$2" >&2; exit 1; }
+
+# Sidejoin's consumed-record count, once it is listening.
+# (Both print 0 while the endpoint is not answering yet; set -e and pipefail must not stop the run.)
+sidejoin_consumed() {
+  { curl -s "http://$1/metrics" || true; } | awk '/^sidejoin_records_in_total/ {s += $2} END {print s + 0}'
+}
+# The Flink job's join vertex input count (read-records over both inputs) from the REST API.
+flink_consumed() {
+  local job
+  job=$({ curl -s "http://$1/jobs/overview" || true; } | { grep -o '"jid":"[0-9a-f]*"' || true; } | head -1 | cut -d'"' -f4)
+  [ -n "$job" ] || { echo 0; return; }
+  # One line per vertex; the join's "read-records" counts the records of both inputs.
+  { curl -s "http://$1/jobs/$job" || true; } | tr -d '\n' | sed 's/{"id":/\n/g' |
+    { grep '"name":"Join' || true; } | { grep -o '"read-records":[0-9]*' || true; } | head -1 | cut -d: -f2 |
+    awk '{s += $1} END {print s + 0}'
 }
 
-rate() { echo "($N - $2) / $1" | bc -l; }
-printf '\n%-14s %12s %10s %12s %14s %12s\n' mode records/s cpu_s peak_rss_MiB vs_first records_out
+# measure MODE: runs the mode until it consumed N records and its output is quiet; appends
+# "mode records_s cpu_s cpu_first rss records_out tombstones span_s load1" to $dir/results.
+measure() {
+  local mode=$1 out="out-$1" log="$dir/$1.log" gate="$dir/$1.consumed"
+  case "$mode" in
+    flink-*)
+      local backend=rocksdb props=() kv
+      [ "$mode" = flink-heap ] && backend=hashmap
+      for kv in $FLINK_PRODUCER_PROPS; do props+=("producer.$kv"); done
+      for kv in $FLINK_CONSUMER_PROPS; do props+=("consumer.$kv"); done
+      FLINK_TMPDIR="$dir/tmp-$mode" scripts/flink.sh run "$dir/log4j2.properties" \
+        bootstrap="$bootstrap" left=left right=right output="$out" backend="$backend" \
+        checkpoint.dir="$dir/checkpoints-$mode" checkpoint.interval="$FLINK_CHECKPOINT_INTERVAL" \
+        checkpoint.mode="$FLINK_CHECKPOINT_MODE" group="bench-$mode" \
+        flink.metrics.fetcher.update-interval=1000 "${props[@]}" >"$log" 2>&1 &
+      ;;
+    *)
+      SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID="bench-$mode" \
+      SIDEJOIN_LEFT_TOPIC=left SIDEJOIN_RIGHT_TOPIC=right SIDEJOIN_OUTPUT_TOPIC="$out" \
+      SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
+      SIDEJOIN_LEFT_PRIMARY_KEY="${SIDEJOIN_LEFT_PRIMARY_KEY-id}" SIDEJOIN_RIGHT_PRIMARY_KEY="${SIDEJOIN_RIGHT_PRIMARY_KEY-id}" \
+      SIDEJOIN_OUTPUT_MODE="${SIDEJOIN_OUTPUT_MODE:-upsert}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
+      SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$dir/state-$mode" \
+        "$bin" "$mode" 2>"$log" &
+      ;;
+  esac
+  pid=$!
+  # The watcher runs from the start, so it sees the first output record (CPU at that moment).
+  CLK_TCK=$ticks "$span" watch "$bootstrap" "$out" "$QUIET_MS" "$RUN_TIMEOUT" "$pid" "$gate" \
+    >"$dir/$mode.watch" 2>>"$log" &
+  watcher=$!
+  local deadline=$(($(now) + RUN_TIMEOUT)) addr="" consumed=0
+  while [ "$consumed" -lt "$N" ]; do
+    alive "$pid" || fail "$mode" "$log" "the process died"
+    [ "$(now)" -lt "$deadline" ] || fail "$mode" "$log" "consumed $consumed of $N records in ${RUN_TIMEOUT}s"
+    if [ -z "$addr" ]; then
+      case "$mode" in
+        flink-*) addr=$(sed -n 's/.*Rest endpoint listening at \([0-9.:]*\).*/\1/p' "$log" | head -1) ;;
+        *) addr=$(sed -n 's/.*http listening on \([0-9.:]*\).*/\1/p' "$log" | head -1) ;;
+      esac
+    fi
+    if [ -n "$addr" ]; then
+      case "$mode" in
+        flink-*) consumed=$(flink_consumed "$addr") ;;
+        *) consumed=$(sidejoin_consumed "$addr") ;;
+      esac
+    fi
+    sleep 0.25
+  done
+  touch "$gate"
+  wait "$watcher" || fail "$mode" "$log" "no quiescence of $out"
+  watcher=""
+  local cpu rss
+  cpu=$(awk -v t="$ticks" '{sub(/^.*\) /, ""); print ($12 + $13 + $14 + $15) / t}' "/proc/$pid/stat")
+  rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$pid/status")
+  local load; load=$(cut -d' ' -f1 /proc/loadavg)
+  kill -TERM "$pid"
+  wait "$pid" || true
+  pid=""
+  local end cpu_first first_out records tombstones first last type
+  read -r end cpu_first first_out _ <<<"$(tr ' ' '\n' <"$dir/$mode.watch" | cut -d= -f2 | tr '\n' ' ')"
+  read -r records tombstones first last type <<<"$("$span" span "$bootstrap" "$out" | tr ' ' '\n' | cut -d= -f2 | tr '\n' ' ')"
+  [ "$type" = LogAppendTime ] || say "warning: $out has $type timestamps, not LogAppendTime"
+  [ "$records" = "$end" ] || say "warning: $out: $records records read, end offsets $end"
+  local span_ms=$((last - first))
+  [ "$span_ms" -gt 0 ] || span_ms=1
+  echo "$mode $(echo "$N * 1000 / $span_ms" | bc -l) $cpu $cpu_first $rss $records $tombstones $(echo "$span_ms / 1000" | bc -l) $load" >>"$dir/results"
+  say "$mode: first output after ${first_out} s; $records records out, append times span ${span_ms} ms, CPU ${cpu} s, peak RSS ${rss} MiB"
+}
+
+: >"$dir/results"
+for mode in $MODES; do measure "$mode"; done
+
+printf '\n%-14s %10s %8s %7s %10s %11s %8s %8s %11s %10s %6s\n' mode records/s span_s cpu_s cpu_us/rec startup_cpu rss_MiB vs_first records_out tombstones load1
 base=""
-for mode in $MODES; do
-  out=out-join; [ "$mode" = passthrough ] && out=out-pass
-  read -r secs cpu rss first produced <<<"$(measure "$mode" "$out")"
-  r=$(rate "$secs" "$first")
+while read -r mode r cpu cpu_first rss records tombstones span_s load; do
   [ -z "$base" ] && base=$r
-  printf '%-14s %12.0f %10.1f %12.0f %13.0f%% %12s\n' "$mode" "$r" "$cpu" "$rss" "$(echo "100 * $r / $base" | bc -l)" "$produced"
+  printf '%-14s %10.0f %8.2f %7.1f %10.2f %11.1f %8.0f %7.0f%% %11s %10s %6s\n' "$mode" "$r" "$span_s" "$cpu" \
+    "$(echo "$cpu * 1000000 / $N" | bc -l)" "$cpu_first" "$rss" "$(echo "100 * $r / $base" | bc -l)" "$records" "$tombstones" "$load"
+done <"$dir/results"
+echo "(N=$N, KEYS=$KEYS, PARTITIONS=$PARTITIONS, sidejoin at $revision; records/s = N / output append-time span;"
+echo " cpu_s and rss include start-up and the ${QUIET_MS} ms quiet wait; startup_cpu = CPU s before the first output;"
+echo " load1 = the machine's 1-minute load average at the end of the mode ($(nproc) cores): other work makes figures noisy;"
+echo " run = RocksDB state, run-in-memory = memory state; Flink 2.2.0 SQL, parallelism 1, one JVM,"
+echo " checkpoints every $FLINK_CHECKPOINT_INTERVAL $FLINK_CHECKPOINT_MODE (RocksDB incremental), producer: $FLINK_PRODUCER_PROPS)"
+
+# The final tables of the join modes (upsert folds of their output topics) against the first one.
+ref=""
+for mode in $MODES; do
+  [ "$mode" = passthrough ] && continue
+  if [ -z "$ref" ]; then ref=$mode; continue; fi
+  if verdict=$("$span" compare "$bootstrap" "out-$ref" "out-$mode"); then
+    echo "final table of $mode = $ref: $verdict"
+  else
+    echo "WARNING: final table of $mode differs from $ref: $verdict"
+  fi
 done
-echo "(N=$N, KEYS=$KEYS, PARTITIONS=$PARTITIONS; run = RocksDB state, run-in-memory = memory state)"
