@@ -463,13 +463,19 @@ def check_env(helm, sidejoin):
             unknown = set(re.findall(r"^\s*- (SIDEJOIN_[A-Z0-9_]+)(?:=[^:]*)?: unknown variable", res.stderr, re.M))
             if res.returncode != 0 and unknown and unknown <= PENDING_OK:
                 pending_seen |= unknown
-                res = run([sidejoin, "check"], env={**base, **{k: v for k, v in sj_env.items() if k not in unknown}})
+                sj_env = {k: v for k, v in sj_env.items() if k not in unknown}
+                res = run([sidejoin, "check"], env={**base, **sj_env})
         if res.returncode == 0:
             ok(f"env {values.name}: sidejoin check accepts the {len(sj_env)} rendered SIDEJOIN_* variables")
         else:
             fail(f"env {values.name}: sidejoin check refused the rendered environment:\n{res.stdout}{res.stderr}")
     if pending_seen:
         print(f"note this sidejoin does not know {sorted(pending_seen)} yet (rendered by the chart; left out of the check)")
+    # The check must be able to fail: a join type sidejoin does not have.
+    bad = run([sidejoin, "check"], env={"PATH": os.environ.get("PATH", ""), "SIDEJOIN_JOIN_TYPE": "outer",
+                                        "SIDEJOIN_LEFT_KEY": "k", "SIDEJOIN_RIGHT_KEY": "k"})
+    (ok if bad.returncode == 2 and "SIDEJOIN_JOIN_TYPE" in bad.stderr else fail)(
+        f"env self-test: sidejoin check refuses SIDEJOIN_JOIN_TYPE=outer (exit {bad.returncode})")
 
 
 def main():
