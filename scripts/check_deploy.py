@@ -149,6 +149,9 @@ def container_problems(pod_spec, where):
         if "secretRef" in ef:
             p.append(f"{where}: envFrom secretRef (secrets only through secretKeyRef, by name)")
     values = {e["name"]: e.get("value") for e in env if "value" in e}
+    for name, v in values.items():
+        if re.fullmatch(r"-?\d+(\.\d+)?e[+-]?\d+", str(v)):
+            p.append(f"{where}: {name}={v} (a number rendered in scientific notation)")
     http = values.get("SIDEJOIN_HTTP_ADDR", "")
     if not http.endswith(f":{ports.get('http-metrics')}"):
         p.append(f"{where}: SIDEJOIN_HTTP_ADDR {http!r} is not the http-metrics port")

@@ -94,6 +94,14 @@ Whether a value is set: neither null nor "" (false and 0 are set).
 {{- end }}
 
 {{/*
+A value as an environment string. Helm reads YAML numbers as floats: 52428800 would print as
+5.24288e+07, so whole numbers are printed as integers.
+*/}}
+{{- define "sidejoin.string" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) }}{{ int64 . }}{{ else }}{{ toString . }}{{ end }}
+{{- end }}
+
+{{/*
 A librdkafka property name as a SIDEJOIN_KAFKA_* suffix: socket.keepalive.enable ->
 SOCKET_KEEPALIVE_ENABLE.
 */}}
@@ -174,7 +182,7 @@ The SIDEJOIN_* variables with plain values, as a dict NAME -> value (unset value
 {{- end }}
 {{- range $pairs }}
 {{- if include "sidejoin.isSet" (index . 1) }}
-{{- $_ := set $env (index . 0) (toString (index . 1)) }}
+{{- $_ := set $env (index . 0) (include "sidejoin.string" (index . 1)) }}
 {{- end }}
 {{- end }}
 {{- range $prefix, $props := dict "SIDEJOIN_KAFKA_" $k.properties "SIDEJOIN_KAFKA_CONSUMER_" $k.consumerProperties "SIDEJOIN_KAFKA_PRODUCER_" $k.producerProperties }}
@@ -183,14 +191,14 @@ The SIDEJOIN_* variables with plain values, as a dict NAME -> value (unset value
 {{- if hasKey $env $name }}
 {{- fail (printf "kafka properties: %q gives %s, which the chart already sets from its own value" $prop $name) }}
 {{- end }}
-{{- $_ := set $env $name (toString $val) }}
+{{- $_ := set $env $name (include "sidejoin.string" $val) }}
 {{- end }}
 {{- end }}
 {{- range $name, $val := $v.env }}
 {{- if hasKey $env $name }}
 {{- fail (printf "env.%s: already set by the chart from its own value; set that value instead" $name) }}
 {{- end }}
-{{- $_ := set $env $name (toString $val) }}
+{{- $_ := set $env $name (include "sidejoin.string" $val) }}
 {{- end }}
 {{- toYaml $env }}
 {{- end }}
