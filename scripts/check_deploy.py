@@ -19,7 +19,8 @@ which installs the tools; .ci/run runs it).
   dockerfile  hadolint.
   env       (--sidejoin BIN) the SIDEJOIN_* environment each example renders is accepted by
             `sidejoin check`; variables this sidejoin does not know yet are listed and left out
-            (the chart renders some that other work adds).
+            (the chart renders some that other work adds). And the shared libraries BIN links
+            all come from packages the Dockerfile's runtime stage installs (or its base).
 """
 
 import argparse
@@ -483,6 +484,36 @@ def check_env(helm, sidejoin):
         f"env self-test: sidejoin check refuses SIDEJOIN_JOIN_TYPE=outer (exit {bad.returncode})")
 
 
+def check_image_libraries(sidejoin):
+    """The image cannot be run here; instead: every shared library the built binary needs comes
+    from a package the Dockerfile's runtime stage installs, or from the Debian slim base (the
+    build and runtime stages and these machines are all Debian 12)."""
+    base = {"libc6", "libgcc-s1"}
+    text = (ROOT / "Dockerfile").read_text()
+    runtime = text[text.index("AS runtime"):]
+    m = re.search(r"apt-get install -y --no-install-recommends ([^\n&\\]+)", runtime)
+    installed = set(m.group(1).split()) if m else set()
+    ldd = run(["ldd", sidejoin])
+    problems, found = [], []
+    for line in ldd.stdout.splitlines():
+        lib = re.match(r"\s*(\S+) => (\S+)", line)
+        if not lib:
+            continue
+        path = os.path.realpath(lib.group(2))
+        owner = ""
+        for candidate in (path, path.replace("/usr/lib/", "/lib/", 1), path.replace("/lib/", "/usr/lib/", 1)):
+            q = run(["dpkg", "-S", candidate])
+            if q.returncode == 0:
+                owner = q.stdout.split(":")[0]
+                break
+        found.append(f"{lib.group(1)}:{owner or '?'}")
+        if owner not in installed | base:
+            problems.append(f"{lib.group(1)} comes from {owner or 'no package'}, which the runtime stage does not install")
+    (fail if problems or not found else ok)(
+        f"image libraries: {', '.join(found)} all in the runtime stage ({' '.join(sorted(installed))}) or the base"
+        + (": " + "; ".join(problems) if problems else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--helm", required=True)
@@ -508,6 +539,7 @@ def main():
         if not a.sidejoin:
             ap.error("--only env needs --sidejoin BIN")
         check_env(a.helm, a.sidejoin)
+        check_image_libraries(a.sidejoin)
     if failures:
         print(f"\n{len(failures)} deployment check(s) failed")
         sys.exit(1)
