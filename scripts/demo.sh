@@ -7,9 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
-echo "== building sidejoin (release)"
-cargo build --release --quiet
+# With an example in the build, cargo resolves the dev-dependencies' features too, as
+# `cargo test --release` (scripts/test.sh) does: the two commands share every compiled
+# dependency, so the tests after the demo compile only sidejoin's own test targets.
+echo "== building sidejoin (release; the first build takes 15-25 minutes: RocksDB and librdkafka)"
+cargo build --release --quiet --bin sidejoin --example kafka_tool
 bin="$CARGO_TARGET_DIR/release/sidejoin"
+tool="$CARGO_TARGET_DIR/release/examples/kafka_tool"
 
 if [ "${1:-}" = "--replay" ]; then
   set -a
@@ -36,7 +40,7 @@ echo "== starting a local Kafka (first run downloads it from Maven Central)"
 bootstrap=$(scripts/kafka.sh start "$dir/kafka")
 echo "   Kafka at $bootstrap"
 for t in user_info user_score user_info_score; do
-  scripts/kafka.sh topic "$dir/kafka" "$t" 3 >/dev/null
+  "$tool" topic "$bootstrap" "$t" 3 >/dev/null
 done
 
 
@@ -74,23 +78,23 @@ for _ in $(seq 1 600); do
 done
 
 echo "== seed 000: user_info [\"1\",\"zs\"] first, then user_score [\"1\",25]"
-printf '{"user_id":"1"}\t{"user_id":"1","user_name":"zs"}\n' | scripts/kafka.sh produce "$dir/kafka" user_info
+printf '{"user_id":"1"}\t{"user_id":"1","user_name":"zs"}\n' | "$tool" produce "$bootstrap" user_info
 wait_consumed 1
-printf '{"user_id":"1"}\t{"user_id":"1","score":25}\n' | scripts/kafka.sh produce "$dir/kafka" user_score
+printf '{"user_id":"1"}\t{"user_id":"1","score":25}\n' | "$tool" produce "$bootstrap" user_score
 wait_consumed 2
 
 echo "== then 200 more users and 100 more scores (keyed by user_id)"
 for i in $(seq 2 201); do printf '{"user_id":"%d"}\t{"user_id":"%d","user_name":"user%d"}\n' "$i" "$i" "$i"; done \
-  | scripts/kafka.sh produce "$dir/kafka" user_info
+  | "$tool" produce "$bootstrap" user_info
 wait_consumed 202
 for i in $(seq 1 100); do u=$(( (i * 7) % 250 + 2 )); printf '{"user_id":"%d"}\t{"user_id":"%d","score":%d}\n' "$u" "$u" "$i"; done \
-  | scripts/kafka.sh produce "$dir/kafka" user_score
+  | "$tool" produce "$bootstrap" user_score
 wait_consumed 302
 echo "   consumed $(metric sidejoin_records_in_total) input records"
 sleep 0.5
 
 echo "== the output topic (key <TAB> Debezium envelope), first 12 records:"
-scripts/kafka.sh consume "$dir/kafka" user_info_score 1000 5000 > "$dir/out.txt"
+"$tool" consume "$bootstrap" user_info_score 1000 5000 > "$dir/out.txt"
 head -12 "$dir/out.txt"
 echo "   ... $(wc -l < "$dir/out.txt") records in all; op=d records: $(grep -c '"op":"d"' "$dir/out.txt" || true)"
 echo "== seed 000 (user 1): +I[1,zs,null] then +I[1,zs,25], no -D of the padded row in between"

@@ -3,15 +3,16 @@
 # broker+controller) for sidejoin's tests and CI, without Docker.
 #
 # The Kafka jars come from Maven Central through `mvn` (dependency plugin) and
-# are cached per version; the broker and the CLI tools run from that class path
-# with the local JDK (17+).
+# are cached per version; the broker runs from that class path with the local
+# JDK (17+). Its configuration files are the templates in scripts/kafka/; the
+# topic, produce and consume commands are examples/kafka_tool.rs (rdkafka).
 #
 # USAGE
 #   scripts/kafka.sh fetch
 #       Download the jars into $LOCAL_KAFKA_HOME/<version>/libs (default
 #       $HOME/.cache/sidejoin-kafka/4.1.1/libs). Idempotent: a marker file is
 #       written only after a complete download, so an interrupted one is retried.
-#       The generated pom.xml lives next to libs/, never in the repo.
+#       scripts/kafka/pom.xml is copied next to libs/ and run there.
 #
 #   scripts/kafka.sh start DIR [broker.key=value ...]
 #       Fetch if needed, pick two free loopback ports, write the config into DIR
@@ -20,7 +21,8 @@
 #       DIR/kafka.log, log4j output in DIR/logs/server.log), wait until it
 #       answers metadata requests (timeout $LOCAL_KAFKA_START_TIMEOUT, 90 s),
 #       write "127.0.0.1:PORT" to DIR/bootstrap and print it on stdout.
-#       Extra key=value arguments are appended to server.properties (they win).
+#       DIR/server.properties comes from scripts/kafka/server.properties; extra
+#       key=value arguments are appended to it (they win).
 #       Starting again in a DIR whose broker was stopped keeps its data and,
 #       when they are still free, its ports (a broker restart).
 #       On failure the tail of the logs goes to stderr and the exit code is 1.
@@ -30,28 +32,14 @@
 #       it is not running.
 #
 #   scripts/kafka.sh topic DIR NAME PARTITIONS [key=value ...]
-#       Create a topic (replication factor 1) with optional topic configs, e.g.
-#       cleanup.policy=compact. Succeeds if the topic already exists (its
-#       partition count and configs are then left as they are).
-#
-#   scripts/kafka.sh produce DIR TOPIC  < lines
-#       Produce one record per stdin line "KEY<TAB>VALUE" (acks=all).
-#         - an empty KEY (line starts with TAB) gives a null key;
-#         - an empty VALUE (line ends with the TAB) gives a null value, i.e. a
-#           tombstone for compacted topics;
-#         - a line without any TAB is a null-key record whose value is the line;
-#         - everything after the first TAB is the value (it may contain TABs).
-#       There is no way to produce an empty (non-null) key or value.
-#       Exits non-zero if any record failed to be sent.
-#
+#   scripts/kafka.sh produce DIR TOPIC  < "KEY<TAB>VALUE" lines
 #   scripts/kafka.sh consume DIR TOPIC MAX_MESSAGES [TIMEOUT_MS]
-#       Print up to MAX_MESSAGES records of TOPIC from the beginning, one
-#       "KEY<TAB>VALUE" line each, "null" for a null key or value. Stops after
-#       TIMEOUT_MS (default 10000) without a new record; exits 0 even if fewer
-#       records came (count the lines). Records of different partitions are
-#       interleaved in no fixed order. Isolation level read_committed (override
-#       with LOCAL_KAFKA_ISOLATION=read_uncommitted). Group: a fresh random
-#       console-consumer-NNNN group each time.
+#       examples/kafka_tool.rs against the broker of DIR (its doc comment says
+#       what each does): create a topic (succeeds if it exists), produce one
+#       record per line (an empty KEY or VALUE is null), print the records from
+#       the beginning ("null" for null). The binary is
+#       $CARGO_TARGET_DIR/release/examples/kafka_tool (default target dir
+#       ~/.cache/sidejoin-target), built with cargo when it is missing.
 #
 #   scripts/kafka.sh with-broker -- CMD [ARGS...]
 #       Start a broker in a fresh temp dir, export
@@ -74,11 +62,12 @@
 #                                 <version>/cds so JVMs start ~2x faster; 0: off
 #   LOCAL_KAFKA_START_TIMEOUT  seconds to wait for readiness (default 90)
 #   LOCAL_KAFKA_ISOLATION      consume isolation level (default read_committed)
+#   CARGO_TARGET_DIR           where kafka_tool is (default ~/.cache/sidejoin-target)
 #   JAVA_HOME                     JDK to use (else `java` on PATH)
 #
 # NOTES
-#   - Linux only (uses /proc, setsid, flock); needs bash, mvn, java 17+;
-#     python3 is used for port picking and cluster ids when present.
+#   - Linux only (uses /proc, setsid, flock); needs bash, mvn, java 17+ and
+#     python3 (port picking, cluster ids).
 #   - The broker listens on 127.0.0.1 only. Topics are never auto-created.
 #   - Test-friendly defaults: 8 MiB segments, cleaner backoff 1 s, 4 partitions
 #     for the internal offsets/transaction topics, no initial rebalance delay.
@@ -86,13 +75,12 @@
 #   - A second start after the first fetch takes only a few seconds. The very
 #     first broker stop after a fetch takes ~5 s longer (it writes the broker's
 #     class-data archive).
-#   - Tool JVMs (topic/produce/consume) each take ~1-2 s to start.
 #   - Disk: ~43 MB of jars plus ~150 MB of class-data archives per version.
 
 set -euo pipefail
 
 readonly KAFKA_VERSION="${LOCAL_KAFKA_VERSION:-4.1.1}"
-readonly LOG4J_VERSION="2.24.3"            # what Kafka 4.1 itself ships with
+readonly LOG4J_VERSION="2.24.3"            # what Kafka 4.1 itself ships with (kafka/pom.xml)
 readonly DEPENDENCY_PLUGIN_VERSION="3.8.1" # org.apache.maven.plugins:maven-dependency-plugin
 readonly KAFKA_CACHE_ROOT="${LOCAL_KAFKA_HOME:-${HOME:-/tmp}/.cache/sidejoin-kafka}"
 readonly VERSION_DIR="${KAFKA_CACHE_ROOT}/${KAFKA_VERSION}"
@@ -103,6 +91,8 @@ readonly STOP_TIMEOUT=20
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 readonly SELF
+# Configuration templates and the pom, beside this script.
+readonly FILES="$(dirname "$SELF")/kafka"
 
 if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/java" ]]; then
   JAVA="${JAVA_HOME}/bin/java"
@@ -111,11 +101,11 @@ else
 fi
 readonly JAVA
 
-# JVM flags for the short-lived CLI tools: small heap, fast startup.
+# JVM flags for the short-lived CLI tools (storage format, readiness probe):
+# small heap, fast startup; log4j's shutdown hook off so that errors logged while
+# the JVM exits still reach stderr.
 readonly TOOL_JVM_OPTS=(-Xms32m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
   -Djava.awt.headless=true -Dlog4j2.shutdownHookEnabled=false)
-# (log4j's own shutdown hook is off so that errors logged while the JVM exits,
-# e.g. by the console producer's send callbacks, still reach stderr.)
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() {
@@ -129,64 +119,6 @@ usage() {
 }
 
 # ---------------------------------------------------------------- fetch ----
-
-write_pom() {
-  cat >"$1" <<EOF
-<?xml version="1.0" encoding="UTF-8"?>
-<!-- Generated by sidejoin scripts/kafka.sh; only used to fetch jars. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0"
-         xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 http://maven.apache.org/xsd/maven-4.0.0.xsd">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local.sidejoin</groupId>
-  <artifactId>sidejoin-kafka-runtime</artifactId>
-  <version>${KAFKA_VERSION}</version>
-  <packaging>pom</packaging>
-  <properties>
-    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
-  </properties>
-  <dependencies>
-    <!-- broker: core pulls server, storage, metadata, raft, coordinators, clients -->
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>kafka_2.13</artifactId>
-      <version>${KAFKA_VERSION}</version>
-    </dependency>
-    <!-- CLI tools (TopicCommand, ConsoleProducer, ConsoleConsumer); the Connect
-         runtime it drags in (Jetty, Jersey, ...) is not needed for those. -->
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>kafka-tools</artifactId>
-      <version>${KAFKA_VERSION}</version>
-      <exclusions>
-        <exclusion><groupId>org.apache.kafka</groupId><artifactId>connect-runtime</artifactId></exclusion>
-        <exclusion><groupId>com.fasterxml.jackson.jakarta.rs</groupId><artifactId>jackson-jakarta-rs-json-provider</artifactId></exclusion>
-      </exclusions>
-    </dependency>
-    <!-- logging backend: Kafka 4.x logs through SLF4J 1.7 to Log4j 2 -->
-    <dependency>
-      <groupId>org.apache.logging.log4j</groupId>
-      <artifactId>log4j-core</artifactId>
-      <version>${LOG4J_VERSION}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.apache.logging.log4j</groupId>
-      <artifactId>log4j-slf4j-impl</artifactId>
-      <version>${LOG4J_VERSION}</version>
-    </dependency>
-  </dependencies>
-  <build>
-    <plugins>
-      <plugin>
-        <groupId>org.apache.maven.plugins</groupId>
-        <artifactId>maven-dependency-plugin</artifactId>
-        <version>${DEPENDENCY_PLUGIN_VERSION}</version>
-      </plugin>
-    </plugins>
-  </build>
-</project>
-EOF
-}
 
 fetch_complete() {
   [[ -f "$FETCH_MARKER" && -f "${LIBS_DIR}/kafka_2.13-${KAFKA_VERSION}.jar" ]]
@@ -211,8 +143,10 @@ cmd_fetch() {
   log "fetching Kafka ${KAFKA_VERSION} jars into ${LIBS_DIR} (one-time)"
   local tmp_libs="${VERSION_DIR}/libs.partial"
   rm -rf "$tmp_libs" "$FETCH_MARKER"
-  write_pom "${VERSION_DIR}/pom.xml"
+  cp "${FILES}/pom.xml" "${VERSION_DIR}/pom.xml"
   if ! mvn -B -q -Dstyle.color=never -f "${VERSION_DIR}/pom.xml" \
+    -Dkafka.version="$KAFKA_VERSION" -Dlog4j.version="$LOG4J_VERSION" \
+    -Ddependency.plugin.version="$DEPENDENCY_PLUGIN_VERSION" \
     "org.apache.maven.plugins:maven-dependency-plugin:${DEPENDENCY_PLUGIN_VERSION}:copy-dependencies" \
     -DincludeScope=runtime -DoutputDirectory="$tmp_libs" 2>&1 |
     sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d' >&2; then
@@ -323,8 +257,7 @@ running_pid() {
 
 # Print two distinct free TCP ports on 127.0.0.1.
 pick_ports() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c '
+  python3 -c '
 import socket
 socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(2)]
 for s in socks:
@@ -333,22 +266,10 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
 '
-    return
-  fi
-  local a b
-  while :; do
-    a=$((20000 + RANDOM % 30000))
-    b=$((20000 + RANDOM % 30000))
-    if [[ "$a" != "$b" ]] && port_free "$a" && port_free "$b"; then
-      echo "$a $b"
-      return
-    fi
-  done
 }
 
 port_free() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c '
+  python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 try:
@@ -356,22 +277,15 @@ try:
 except OSError:
     sys.exit(1)
 ' "$1"
-  else
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
-      return 1
-    fi
-    return 0
-  fi
 }
 
 port_open() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# Same shape as Kafka's Uuid.randomUuid().toString(): url-safe base64, no padding.
 new_cluster_id() {
-  if command -v python3 >/dev/null 2>&1; then
-    # Same shape as Kafka's Uuid.randomUuid().toString(): url-safe base64, no padding.
-    python3 -c '
+  python3 -c '
 import base64, uuid
 while True:
     s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -379,9 +293,6 @@ while True:
         print(s)
         break
 '
-  else
-    run_tool "$1" kafka.tools.StorageTool random-uuid
-  fi
 }
 
 # tool_cmd DIR CLASS: set TOOL_CMD to the java command line (up to the main
@@ -414,59 +325,21 @@ bootstrap_of() {
 
 # ---------------------------------------------------------------- config ----
 
+# fill TEMPLATE DIR PORT CONTROLLER_PORT: a file of scripts/kafka/ with its
+# @DIR@, @PORT@ and @CONTROLLER_PORT@ filled in, on stdout.
+fill() {
+  local text
+  text="$(<"${FILES}/$1")"
+  text="${text//@DIR@/$2}"
+  text="${text//@CONTROLLER_PORT@/$4}"
+  printf '%s\n' "${text//@PORT@/$3}"
+}
+
 write_configs() {
   local dir="$1" port="$2" cport="$3"
   shift 3
   local tmp="${dir}/server.properties.tmp"
-  cat >"$tmp" <<EOF
-# Generated by scripts/kafka.sh - single-node KRaft test broker.
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:${cport}
-listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${cport}
-advertised.listeners=PLAINTEXT://127.0.0.1:${port}
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
-log.dirs=${dir}/data
-
-num.partitions=1
-default.replication.factor=1
-min.insync.replicas=1
-auto.create.topics.enable=false
-delete.topic.enable=true
-
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=4
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-share.coordinator.state.topic.num.partitions=4
-group.initial.rebalance.delay.ms=0
-
-# Small machine (2 cores): few threads.
-num.network.threads=2
-num.io.threads=4
-background.threads=4
-num.recovery.threads.per.data.dir=1
-num.replica.fetchers=1
-
-# Test-sized logs: small segments and indexes, quick retention checks and
-# compaction, a bounded cleaner buffer.
-log.segment.bytes=8388608
-log.index.size.max.bytes=1048576
-log.retention.hours=24
-log.retention.check.interval.ms=10000
-log.segment.delete.delay.ms=1000
-log.cleaner.enable=true
-log.cleaner.threads=1
-log.cleaner.backoff.ms=1000
-log.cleaner.dedupe.buffer.size=16777216
-log.cleaner.io.buffer.size=524288
-file.delete.delay.ms=1000
-EOF
+  fill server.properties "$dir" "$port" "$cport" >"$tmp"
   if (($# > 0)); then
     printf '\n# Overrides given to "kafka.sh start".\n' >>"$tmp"
     local kv
@@ -476,59 +349,8 @@ EOF
     done
   fi
   mv "$tmp" "${dir}/server.properties"
-
-  cat >"${dir}/log4j2.properties" <<EOF
-# Broker logging: everything to logs/server.log, only errors to the console
-# (which is kafka.log).
-status = warn
-name = sidejoin-kafka-broker
-appender.file.type = RollingFile
-appender.file.name = FILE
-appender.file.fileName = ${dir}/logs/server.log
-appender.file.filePattern = ${dir}/logs/server.log.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 20MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-appender.console.type = Console
-appender.console.name = STDERR
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-appender.console.filter.threshold.type = ThresholdFilter
-appender.console.filter.threshold.level = error
-rootLogger.level = info
-rootLogger.appenderRef.file.ref = FILE
-rootLogger.appenderRef.console.ref = STDERR
-logger.request.name = kafka.request.logger
-logger.request.level = warn
-logger.clients.name = org.apache.kafka.clients
-logger.clients.level = warn
-EOF
-
-  cat >"${dir}/tools-log4j2.properties" <<'EOF'
-# CLI tools: warnings and errors to stderr only.
-status = error
-name = sidejoin-kafka-tools
-appender.console.type = Console
-appender.console.name = STDERR
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %p %m (%c)%n
-rootLogger.level = warn
-rootLogger.appenderRef.console.ref = STDERR
-# The console consumer logs its normal --timeout-ms stop as an ERROR.
-logger.consoleconsumer.name = org.apache.kafka.tools.consumer.ConsoleConsumer
-logger.consoleconsumer.level = off
-EOF
-
-  cat >"${dir}/admin.properties" <<'EOF'
-request.timeout.ms=5000
-default.api.timeout.ms=15000
-EOF
+  fill log4j2.properties "$dir" "$port" "$cport" >"${dir}/log4j2.properties"
+  cp "${FILES}/tools-log4j2.properties" "${FILES}/admin.properties" "$dir/"
 }
 
 # ---------------------------------------------------------------- start -----
@@ -654,7 +476,7 @@ cmd_start() {
 
     if [[ ! -f "${dir}/data/meta.properties" ]]; then
       local cluster_id
-      cluster_id="$(new_cluster_id "$dir")"
+      cluster_id="$(new_cluster_id)"
       echo "$cluster_id" >"${dir}/cluster.id"
       if ! run_tool "$dir" kafka.tools.StorageTool format \
         -t "$cluster_id" -c "${dir}/server.properties" >>"${dir}/kafka.log" 2>&1; then
@@ -730,86 +552,27 @@ cmd_stop() {
 
 # ---------------------------------------------------------------- tools -----
 
-# Kafka 4.2 renamed the console tools' options (KIP-1147); the old names still
-# work there but print deprecation warnings (the consumer's on stdout).
-new_console_options() {
-  local major minor
-  IFS=. read -r major minor _ <<<"$KAFKA_VERSION"
-  ((major > 4 || (major == 4 && minor >= 2)))
+# The kafka_tool example (built when missing; scripts that need it fresh build
+# it themselves, as scripts/demo.sh does).
+kafka_tool() {
+  local target="${CARGO_TARGET_DIR:-${HOME:-/tmp}/.cache/sidejoin-target}"
+  local bin="${target}/release/examples/kafka_tool"
+  if [[ ! -x "$bin" ]]; then
+    log "building examples/kafka_tool.rs (cargo build --release --example kafka_tool)"
+    (cd "$(dirname "$SELF")/.." && CARGO_TARGET_DIR="$target" \
+      cargo build --release --quiet --example kafka_tool) >&2 || die "could not build kafka_tool"
+  fi
+  printf '%s\n' "$bin"
 }
 
-cmd_topic() {
-  (($# >= 3)) || usage
-  local dir name="$2" partitions="$3" bootstrap kv
+cmd_tool() {
+  local sub="$1" dir tool
+  shift
+  (($# >= 2)) || usage
   dir="$(abs_dir "$1")"
-  shift 3
-  [[ "$partitions" =~ ^[1-9][0-9]*$ ]] || die "PARTITIONS must be a positive integer: ${partitions}"
-  check_java
-  bootstrap="$(bootstrap_of "$dir")"
-  local args=(--bootstrap-server "$bootstrap" --command-config "${dir}/admin.properties"
-    --create --if-not-exists --topic "$name" --partitions "$partitions" --replication-factor 1)
-  for kv in "$@"; do
-    [[ "$kv" == *=* ]] || die "topic config must be key=value: ${kv}"
-    args+=(--config "$kv")
-  done
-  run_tool "$dir" org.apache.kafka.tools.TopicCommand "${args[@]}"
-}
-
-cmd_produce() {
-  (($# == 2)) || usage
-  local dir topic="$2" bootstrap errfile rc=0 rp=--property cp=--producer-property
-  dir="$(abs_dir "$1")"
-  if new_console_options; then
-    rp=--reader-property
-    cp=--command-property
-  fi
-  check_java
-  bootstrap="$(bootstrap_of "$dir")"
-  errfile="$(mktemp "${TMPDIR:-/tmp}/sidejoin-produce.XXXXXX")"
-  # Lines without a TAB become null-key records; null.marker="" turns an
-  # empty key or value into null. Async sends only *log* failures, so the
-  # tool's stderr is checked for errors afterwards.
-  sed -u -e '/\t/!s/^/\t/' |
-    run_tool "$dir" org.apache.kafka.tools.ConsoleProducer \
-      --bootstrap-server "$bootstrap" --topic "$topic" \
-      "$rp" parse.key=true \
-      "$rp" "key.separator=$(printf '\t')" \
-      "$rp" null.marker= \
-      "$cp" acks=all \
-      "$cp" max.block.ms=20000 \
-      "$cp" delivery.timeout.ms=30000 \
-      "$cp" request.timeout.ms=10000 \
-      "$cp" linger.ms=5 \
-      2>"$errfile" || rc=$?
-  cat "$errfile" >&2
-  if ((rc == 0)) && grep -qE '^(ERROR|FATAL) ' "$errfile"; then
-    rc=1
-  fi
-  rm -f "$errfile"
-  ((rc == 0)) || die "producing to ${topic} failed"
-}
-
-cmd_consume() {
-  (($# == 3 || $# == 4)) || usage
-  local dir topic="$2" max="$3" timeout_ms="${4:-10000}" bootstrap
-  local fp=--property cp=--consumer-property
-  dir="$(abs_dir "$1")"
-  if new_console_options; then
-    fp=--formatter-property
-    cp=--command-property
-  fi
-  [[ "$max" =~ ^[0-9]+$ ]] || die "MAX_MESSAGES must be a number: ${max}"
-  [[ "$timeout_ms" =~ ^[0-9]+$ ]] || die "TIMEOUT_MS must be a number: ${timeout_ms}"
-  check_java
-  bootstrap="$(bootstrap_of "$dir")"
-  run_tool "$dir" org.apache.kafka.tools.consumer.ConsoleConsumer \
-    --bootstrap-server "$bootstrap" --topic "$topic" \
-    --from-beginning --max-messages "$max" --timeout-ms "$timeout_ms" \
-    --isolation-level "${LOCAL_KAFKA_ISOLATION:-read_committed}" \
-    "$fp" print.key=true \
-    "$fp" "key.separator=$(printf '\t')" \
-    "$cp" enable.auto.commit=false \
-    2> >(grep -v '^Processed a total of ' >&2)
+  shift
+  tool="$(kafka_tool)"
+  exec "$tool" "$sub" "$(bootstrap_of "$dir")" "$@"
 }
 
 # ---------------------------------------------------------------- with-broker
@@ -843,9 +606,7 @@ main() {
     fetch) cmd_fetch ;;
     start) cmd_start "$@" ;;
     stop) cmd_stop "$@" ;;
-    topic) cmd_topic "$@" ;;
-    produce) cmd_produce "$@" ;;
-    consume) cmd_consume "$@" ;;
+    topic | produce | consume) cmd_tool "$sub" "$@" ;;
     with-broker) cmd_with_broker "$@" ;;
     -h | --help | help) usage ;;
     *)

@@ -3,6 +3,9 @@
 # local broker that this script starts (scripts/kafka.sh) and always stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The build scripts/demo.sh made (same target dir, same dependency features): a first demo
+# then the tests compile RocksDB and librdkafka once.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
 # The state directories of the sidejoin processes the tests start, removed afterwards.
 TEST_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-test-state.XXXXXX")
 export TEST_STATE_DIR
