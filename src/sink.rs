@@ -44,7 +44,8 @@ impl Projected {
         right: Option<&Row>,
     ) {
         let start = self.bytes.len();
-        projection.project_into(left, right, &mut self.bytes, &mut self.cols);
+        let cols = key.needs_columns().then_some(&mut self.cols);
+        projection.project_into(left, right, &mut self.bytes, cols);
         let row = start..self.bytes.len();
         let key = (!key.is_empty()).then(|| {
             let start = self.bytes.len();

@@ -6,12 +6,14 @@
 //! fragments) decided once; with a `*` item they are decided per output row, a column taking the
 //! first free suffix when its name is already taken in that row.
 
+use std::cell::RefCell;
 use std::ops::Range;
 
 use super::column::Column;
 use crate::changelog::Side;
 use crate::config::select::{Select, SelectItem};
 use crate::config::{KeyColumn, KeySource};
+use crate::row::shape::UNKNOWN;
 use crate::row::{escape_name, Json, Kind, Row};
 
 /// Where one column of a projected output row is, in the output buffer.
@@ -21,12 +23,38 @@ pub struct OutCol {
     pub value: Range<usize>,
 }
 
+/// Where an output column's value comes from.
 #[derive(Debug, Clone)]
-struct Fixed {
-    /// `"name":`
+enum Source {
+    /// The column of that name (fixed lists: looked up per row, with a position hint).
+    Named(Column),
+    /// The `i`-th column of the row (star lists: the row's shape is known).
+    At(usize),
+    /// Columns `from..=to` of the row, copied with their own names (the prefix is only `{` or
+    /// `,`).
+    Run(usize, usize),
+    /// Nothing: `null`.
+    Null,
+}
+
+/// One output column: `{"name":` (first) or `,"name":` (others), and its value's source.
+#[derive(Debug, Clone)]
+struct Part {
     prefix: Vec<u8>,
     side: Side,
-    column: Column,
+    source: Source,
+}
+
+fn part(first: bool, name: &[u8], side: Side, source: Source) -> Part {
+    let mut prefix = Vec::with_capacity(name.len() + 4);
+    prefix.extend_from_slice(if first { b"{\"" } else { b",\"" });
+    prefix.extend_from_slice(name);
+    prefix.extend_from_slice(b"\":");
+    Part {
+        prefix,
+        side,
+        source,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -40,14 +68,61 @@ enum Item {
     All(Side),
 }
 
+/// The shape of one side's row as a layout knows it.
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    Absent,
+    /// A shape number (`row::shape`).
+    Id(u32),
+    /// The column names of a row whose shape has no number.
+    Names(Vec<Box<[u8]>>),
+}
+
+/// The output columns of a star list for rows of one shape each.
+#[derive(Debug, Clone)]
+struct Layout {
+    shapes: [Shape; 2],
+    parts: Vec<Part>,
+}
+
+/// Star lists: output names depend on the rows' column names, so they are worked out once per
+/// pair of row shapes and reused; a few shapes are remembered.
+#[derive(Debug, Clone, Default)]
+struct Layouts {
+    recent: Vec<Layout>,
+    next: usize,
+}
+
+const LAYOUTS: usize = 4;
+
+#[inline]
+fn same_shape(shape: &Shape, row: Option<&Row>) -> bool {
+    match (shape, row) {
+        (Shape::Absent, None) => true,
+        (Shape::Id(id), Some(r)) => r.shape() == *id,
+        (Shape::Names(names), Some(r)) => r.shape() == UNKNOWN && r.has_names(names),
+        _ => false,
+    }
+}
+
+fn shape_of(row: Option<&Row>) -> Shape {
+    match row {
+        None => Shape::Absent,
+        Some(r) if r.shape() != UNKNOWN => Shape::Id(r.shape()),
+        Some(r) => Shape::Names(r.columns().map(|(n, _)| n.into()).collect()),
+    }
+}
+
 /// A compiled SELECT list.
 #[derive(Debug, Clone)]
 pub struct Projection {
     select: Select,
-    fixed: Option<Vec<Fixed>>,
+    /// The output columns of a list without `*` items.
+    fixed: Option<Vec<Part>>,
     items: Vec<Item>,
     /// Escaped `AS` names, which other columns must not take.
     reserved: Vec<Vec<u8>>,
+    layouts: RefCell<Layouts>,
 }
 
 fn escaped(name: &str) -> Vec<u8> {
@@ -63,21 +138,36 @@ fn pick<'r>(side: Side, left: Option<&'r Row>, right: Option<&'r Row>) -> Option
     }
 }
 
+/// The first free name among `base`, `base0`, `base1`, … given the names taken.
+fn free_name(base: &[u8], taken: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
+    if !taken(base) {
+        return base.to_vec();
+    }
+    let mut name = base.to_vec();
+    for i in 0u64.. {
+        name.truncate(base.len());
+        name.extend_from_slice(i.to_string().as_bytes());
+        if !taken(&name) {
+            break;
+        }
+    }
+    name
+}
+
 impl Projection {
     pub fn new(items: Vec<SelectItem>) -> Self {
         let select = Select::new(items);
         let fixed = select.fixed().map(|names| {
             names
                 .iter()
-                .map(|(name, side, column)| {
-                    let mut prefix = vec![b'"'];
-                    escape_name(name, &mut prefix);
-                    prefix.extend_from_slice(b"\":");
-                    Fixed {
-                        prefix,
-                        side: *side,
-                        column: Column::new(column.as_str()),
-                    }
+                .enumerate()
+                .map(|(i, (name, side, column))| {
+                    part(
+                        i == 0,
+                        &escaped(name),
+                        *side,
+                        Source::Named(Column::new(column.as_str())),
+                    )
                 })
                 .collect()
         });
@@ -97,12 +187,13 @@ impl Projection {
                 SelectItem::All(side) => Item::All(*side),
             })
             .collect();
-        let reserved = select.reserved().iter().map(|r| escaped(r)).collect();
+        let reserved: Vec<Vec<u8>> = select.reserved().iter().map(|r| escaped(r)).collect();
         Projection {
             select,
             fixed,
             items,
             reserved,
+            layouts: RefCell::new(Layouts::default()),
         }
     }
 
@@ -111,112 +202,188 @@ impl Projection {
     }
 
     /// Appends the output row for a left and a right row (a missing side is null-padded) to
-    /// `out` as compact JSON, and where each of its columns is to `cols`.
+    /// `out` as compact JSON, and, when `cols` is given, where each of its columns is.
     pub fn project_into(
         &self,
         left: Option<&Row>,
         right: Option<&Row>,
         out: &mut Vec<u8>,
-        cols: &mut Vec<OutCol>,
+        cols: Option<&mut Vec<OutCol>>,
     ) {
-        cols.clear();
-        out.push(b'{');
-        if let Some(fixed) = &self.fixed {
-            for (i, f) in fixed.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                let name = out.len() + 1..out.len() + f.prefix.len() - 2;
-                out.extend_from_slice(&f.prefix);
-                let start = out.len();
-                match pick(f.side, left, right).and_then(|r| f.column.get(r)) {
-                    Some(v) => out.extend_from_slice(v.as_bytes()),
-                    None => out.extend_from_slice(b"null"),
-                }
-                cols.push(OutCol {
-                    name,
-                    value: start..out.len(),
-                });
-            }
-        } else {
-            for item in &self.items {
-                match item {
-                    Item::Column {
-                        side,
-                        column,
-                        alias,
-                    } => {
-                        let value = pick(*side, left, right)
-                            .and_then(|r| column.get(r))
-                            .map_or(&b"null"[..], |v| v.as_bytes());
-                        match alias {
-                            Some(a) => push_column(out, cols, a, value),
-                            None => self.push_free(out, cols, column.escaped(), value),
-                        }
-                    }
-                    Item::All(side) => {
-                        for (name, value) in
-                            pick(*side, left, right).into_iter().flat_map(Row::columns)
-                        {
-                            self.push_free(out, cols, name, value.as_bytes());
-                        }
-                    }
-                }
-            }
+        if let Some(parts) = &self.fixed {
+            return write(parts, left, right, out, cols);
         }
-        out.push(b'}');
+        let mut layouts = self.layouts.borrow_mut();
+        let found = layouts
+            .recent
+            .iter()
+            .position(|l| same_shape(&l.shapes[0], left) && same_shape(&l.shapes[1], right));
+        let at = match found {
+            Some(i) => i,
+            None => {
+                let layout = self.layout(left, right);
+                let l = &mut *layouts;
+                if l.recent.len() < LAYOUTS {
+                    l.recent.push(layout);
+                    l.recent.len() - 1
+                } else {
+                    let i = l.next;
+                    l.recent[i] = layout;
+                    l.next = (i + 1) % LAYOUTS;
+                    i
+                }
+            }
+        };
+        write(&layouts.recent[at].parts, left, right, out, cols);
     }
 
-    /// Writes a column under the first free name among `base`, `base0`, `base1`, …
-    fn push_free(&self, out: &mut Vec<u8>, cols: &mut Vec<OutCol>, base: &[u8], value: &[u8]) {
-        let taken = |out: &Vec<u8>, cols: &Vec<OutCol>, n: &[u8]| {
-            self.reserved.iter().any(|r| r == n) || cols.iter().any(|c| &out[c.name.clone()] == n)
+    /// Works out the output columns of a star list for rows shaped like `left` and `right`:
+    /// `AS` names as given, every other column under its first free name.
+    fn layout(&self, left: Option<&Row>, right: Option<&Row>) -> Layout {
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        // (output name, side, source, whether the name is the input column's own)
+        let mut columns: Vec<(Vec<u8>, Side, Source, bool)> = Vec::new();
+        let mut add = |names: &mut Vec<Vec<u8>>, base: &[u8], free: bool, side, source| {
+            let name = if free {
+                free_name(base, &|n| {
+                    self.reserved.iter().any(|r| r == n) || names.iter().any(|t| t == n)
+                })
+            } else {
+                base.to_vec()
+            };
+            let own = free && name == base;
+            columns.push((name.clone(), side, source, own));
+            names.push(name);
         };
-        if !taken(out, cols, base) {
-            return push_column(out, cols, base, value);
-        }
-        let mut name = base.to_vec();
-        for i in 0u64.. {
-            name.truncate(base.len());
-            name.extend_from_slice(i.to_string().as_bytes());
-            if !taken(out, cols, &name) {
-                return push_column(out, cols, &name, value);
+        for item in &self.items {
+            match item {
+                Item::Column {
+                    side,
+                    column,
+                    alias,
+                } => {
+                    let source = pick(*side, left, right)
+                        .and_then(|r| r.find(column.escaped(), 0))
+                        .map_or(Source::Null, |(i, _)| Source::At(i));
+                    match alias {
+                        Some(a) => add(&mut names, a, false, *side, source),
+                        None => add(&mut names, column.escaped(), true, *side, source),
+                    }
+                }
+                Item::All(side) => {
+                    if let Some(r) = pick(*side, left, right) {
+                        for (i, (name, _)) in r.columns().enumerate() {
+                            add(&mut names, name, true, *side, Source::At(i));
+                        }
+                    }
+                }
             }
+        }
+        Layout {
+            shapes: [shape_of(left), shape_of(right)],
+            parts: runs(columns),
         }
     }
 
     /// The output row as a `Row` (tests and diagnostics; the hot path uses `project_into`).
     pub fn project(&self, left: Option<&Row>, right: Option<&Row>) -> Row {
         let mut out = Vec::new();
-        self.project_into(left, right, &mut out, &mut Vec::new());
+        self.project_into(left, right, &mut out, None);
         Row::from_compact(&out)
     }
 }
 
-fn push_column(out: &mut Vec<u8>, cols: &mut Vec<OutCol>, name: &[u8], value: &[u8]) {
-    if !cols.is_empty() {
-        out.push(b',');
+/// The parts of a star layout: consecutive columns of one row that keep their own names become
+/// one run, copied in one piece.
+fn runs(columns: Vec<(Vec<u8>, Side, Source, bool)>) -> Vec<Part> {
+    let mut parts: Vec<Part> = Vec::new();
+    for (name, side, source, own) in columns {
+        let first = parts.is_empty();
+        if let (true, Source::At(i)) = (own, &source) {
+            if let Some(Part {
+                source: Source::Run(_, to),
+                side: s,
+                ..
+            }) = parts.last_mut()
+            {
+                if *s == side && *to + 1 == *i {
+                    *to = *i;
+                    continue;
+                }
+            }
+            parts.push(Part {
+                prefix: if first { b"{".to_vec() } else { b",".to_vec() },
+                side,
+                source: Source::Run(*i, *i),
+            });
+            continue;
+        }
+        parts.push(part(first, &name, side, source));
     }
-    out.push(b'"');
-    let start = out.len();
-    out.extend_from_slice(name);
-    let name = start..out.len();
-    out.extend_from_slice(b"\":");
-    let start = out.len();
-    out.extend_from_slice(value);
-    cols.push(OutCol {
-        name,
-        value: start..out.len(),
-    });
+    parts
+}
+
+/// Writes the output row of `parts` for `left`/`right`.
+fn write(
+    parts: &[Part],
+    left: Option<&Row>,
+    right: Option<&Row>,
+    out: &mut Vec<u8>,
+    mut cols: Option<&mut Vec<OutCol>>,
+) {
+    if let Some(c) = cols.as_deref_mut() {
+        c.clear();
+    }
+    if parts.is_empty() {
+        out.push(b'{');
+    }
+    for p in parts {
+        let row = pick(p.side, left, right);
+        if let (Source::Run(from, to), Some(r)) = (&p.source, row) {
+            out.extend_from_slice(&p.prefix);
+            let at = out.len();
+            out.extend_from_slice(r.run(*from, *to));
+            if let Some(c) = cols.as_deref_mut() {
+                // The run starts at the opening quote of column `from`'s name.
+                let base = r.column_ranges(*from).0.start - 1;
+                for i in *from..=*to {
+                    let (n, v) = r.column_ranges(i);
+                    c.push(OutCol {
+                        name: n.start - base + at..n.end - base + at,
+                        value: v.start - base + at..v.end - base + at,
+                    });
+                }
+            }
+            continue;
+        }
+        let name = out.len() + 2..out.len() + p.prefix.len() - 2;
+        out.extend_from_slice(&p.prefix);
+        let start = out.len();
+        let value = match &p.source {
+            Source::Named(c) => row.and_then(|r| c.get(r)),
+            Source::At(i) => row.map(|r| r.value_at(*i)),
+            Source::Run(..) | Source::Null => None,
+        };
+        match value {
+            Some(v) => out.extend_from_slice(v.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        if let Some(c) = cols.as_deref_mut() {
+            c.push(OutCol {
+                name,
+                value: start..out.len(),
+            });
+        }
+    }
+    out.push(b'}');
 }
 
 #[derive(Debug, Clone)]
 enum KeyPart {
-    /// A column of an input row (keys derived through `l.*`/`r.*`).
+    /// A column of an input row: keys derived through `l.*`/`r.*`, and output columns of fixed
+    /// SELECT lists (which hold exactly an input column's value).
     Input(Side, Column),
-    /// The `i`-th column of every output row (fixed SELECT lists).
-    Position(usize),
-    /// The output column of that (escaped) name, found per row.
+    /// The output column of that (escaped) name, found per row (star lists).
     Named(Vec<u8>),
 }
 
@@ -239,11 +406,8 @@ impl OutputKey {
                 prefix.extend_from_slice(b"\":");
                 let part = match &k.source {
                     KeySource::Input(side, c) => KeyPart::Input(*side, Column::new(c.as_str())),
-                    KeySource::Output => match projection.select.fixed_columns() {
-                        Some(names) => match names.iter().position(|n| *n == k.name) {
-                            Some(i) => KeyPart::Position(i),
-                            None => KeyPart::Named(escaped(&k.name)),
-                        },
+                    KeySource::Output => match projection.select.source_of(&k.name) {
+                        Some((side, c)) => KeyPart::Input(side, Column::new(c)),
                         None => KeyPart::Named(escaped(&k.name)),
                     },
                 };
@@ -255,6 +419,14 @@ impl OutputKey {
 
     pub fn is_empty(&self) -> bool {
         self.parts.is_empty()
+    }
+
+    /// Whether `write` needs the projected columns (a key named after output columns of a star
+    /// list).
+    pub fn needs_columns(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|(_, p)| matches!(p, KeyPart::Named(_)))
     }
 
     /// Appends the key of the output row just projected into `out` (whose columns are `cols`),
@@ -280,7 +452,6 @@ impl OutputKey {
                     }
                     None => None,
                 },
-                KeyPart::Position(i) => cols.get(*i).map(|c| c.value.clone()),
                 KeyPart::Named(n) => cols
                     .iter()
                     .find(|c| &out[c.name.clone()] == n.as_slice())
@@ -456,7 +627,8 @@ mod tests {
             &p,
         );
         let (mut out, mut cols) = (Vec::new(), Vec::new());
-        p.project_into(Some(&l), None, &mut out, &mut cols);
+        assert!(key.needs_columns());
+        p.project_into(Some(&l), None, &mut out, Some(&mut cols));
         let start = out.len();
         key.write(&mut out, &cols, Some(&l), None);
         assert_eq!(&out[start..], br#"{"a":"x","b":2,"c":null,"s":"a"}"#);

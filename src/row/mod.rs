@@ -9,17 +9,16 @@
 //! serde_json does.
 //!
 //! Layout of the allocation: the JSON text, then per column `(value start, value end)` as
-//! little-endian `u16` (or `u32` when the text is 64 KiB or longer), then the column count
-//! (`u32`) and the index width (`u8`). A name's position follows from the values around it:
-//! compact text puts it between `,"` (or `{"`) and `":`.
+//! little-endian `u16` (or `u32` when the text is 64 KiB or longer), then the row's shape number
+//! (`shape`: its column names, interned; `u32`), the column count (`u32`) and the index width
+//! (`u8`). A name's position follows from the values around it: compact text puts it between
+//! `,"` (or `{"`) and `":`.
 
 pub mod scan;
+pub mod shape;
 pub mod value;
 
-use std::cell::RefCell;
 use std::sync::Arc;
-
-use rustc_hash::FxHashSet;
 
 pub use scan::{Kind, SyntaxError};
 pub use value::Json;
@@ -36,12 +35,7 @@ pub enum RowError {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Row(Arc<[u8]>);
 
-const TRAILER: usize = 5;
-
-thread_local! {
-    /// Where `seal` lays out a row before its one allocation is made.
-    static SEAL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
+const TRAILER: usize = 9;
 
 /// Appends the shortest JSON escaping of `name` (without quotes).
 pub fn escape_name(name: &str, out: &mut Vec<u8>) {
@@ -53,41 +47,45 @@ pub fn escape_name(name: &str, out: &mut Vec<u8>) {
     }
 }
 
-/// Seals `json` (compact object text) and its value spans into one allocation.
-fn seal(json: &[u8], spans: &[(usize, usize)]) -> Row {
-    let wide = json.len() > u16::MAX as usize;
-    let width = if wide { 4 } else { 2 };
-    SEAL.with(|b| {
-        let bytes = &mut *b.borrow_mut();
-        bytes.clear();
-        bytes.extend_from_slice(json);
-        for &(start, end) in spans {
-            if wide {
-                bytes.extend_from_slice(&(start as u32).to_le_bytes());
-                bytes.extend_from_slice(&(end as u32).to_le_bytes());
-            } else {
-                bytes.extend_from_slice(&(start as u16).to_le_bytes());
-                bytes.extend_from_slice(&(end as u16).to_le_bytes());
-            }
-        }
-        bytes.extend_from_slice(&(spans.len() as u32).to_le_bytes());
-        bytes.push(width as u8);
-        Row(Arc::from(&bytes[..]))
+/// The column names of compact object text `json` with value spans `spans`.
+fn names<'a>(json: &'a [u8], spans: &'a [(usize, usize)]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    spans.iter().enumerate().map(move |(i, &(start, _))| {
+        let name_start = if i == 0 { 2 } else { spans[i - 1].1 + 2 };
+        &json[name_start..start - 2]
     })
 }
 
-/// Whether two members of `input` share a name (names compared as written).
-fn has_duplicates(input: &[u8], members: &[scan::Member]) -> bool {
-    let name = |m: &scan::Member| &input[m.name.0..m.name.1];
-    if members.len() <= 16 {
-        members
-            .iter()
-            .enumerate()
-            .any(|(i, a)| members[i + 1..].iter().any(|b| name(a) == name(b)))
-    } else {
-        let mut seen = FxHashSet::default();
-        members.iter().any(|m| !seen.insert(name(m)))
+/// Seals `json` (compact object text without repeated names), its value spans and its shape
+/// number into one allocation.
+fn seal(json: &[u8], spans: &[(usize, usize)], shape: u32) -> Row {
+    let wide = json.len() > u16::MAX as usize;
+    let entry = if wide { 8 } else { 4 };
+    let len = json.len() + spans.len() * entry + TRAILER;
+    let mut row: Arc<[std::mem::MaybeUninit<u8>]> = Arc::new_uninit_slice(len);
+    let bytes = Arc::get_mut(&mut row).expect("a new allocation has one owner");
+    let mut at = 0;
+    let mut put = |b: &[u8]| {
+        for (d, s) in bytes[at..at + b.len()].iter_mut().zip(b) {
+            d.write(*s);
+        }
+        at += b.len();
+    };
+    put(json);
+    for &(start, end) in spans {
+        if wide {
+            put(&(start as u32).to_le_bytes());
+            put(&(end as u32).to_le_bytes());
+        } else {
+            put(&(start as u16).to_le_bytes());
+            put(&(end as u16).to_le_bytes());
+        }
     }
+    put(&shape.to_le_bytes());
+    put(&(spans.len() as u32).to_le_bytes());
+    put(&[entry as u8 / 2]);
+    debug_assert_eq!(at, len);
+    // SAFETY: `put` wrote every one of the `len` bytes above.
+    Row(unsafe { row.assume_init() })
 }
 
 impl Row {
@@ -102,10 +100,13 @@ impl Row {
 
     /// The row of an object `input` that `scan` validated, given its members.
     pub fn from_scanned(input: &[u8], members: &[scan::Member], compact: bool) -> Row {
-        if compact && !has_duplicates(input, members) {
+        if compact {
             let spans: smallvec::SmallVec<[(usize, usize); 16]> =
                 members.iter().map(|m| m.value).collect();
-            return seal(input, &spans);
+            let shape = shape::intern(names(input, &spans));
+            if !shape.repeats {
+                return seal(input, &spans, shape.id);
+            }
         }
         let mut b = RowBuilder::new();
         for m in members {
@@ -141,7 +142,7 @@ impl Row {
             spans.push((start, end));
             i = end + 1;
         }
-        seal(json, &spans)
+        seal(json, &spans, shape::intern(names(json, &spans)).id)
     }
 
     /// The row of a serde_json object (tests, and formats that build trees).
@@ -151,70 +152,103 @@ impl Row {
 
     /// The empty row `{}`.
     pub fn empty() -> Row {
-        seal(b"{}", &[])
+        seal(b"{}", &[], shape::intern(std::iter::empty()).id)
     }
 
-    fn trailer(&self) -> (usize, usize, usize) {
-        let b = &self.0;
+    /// The row's layout, decoded once per operation.
+    #[inline]
+    fn index(&self) -> Index<'_> {
+        let b: &[u8] = &self.0;
         let n = b.len();
-        let width = b[n - 1] as usize;
-        let cols = u32::from_le_bytes(b[n - 5..n - 1].try_into().expect("4 bytes")) as usize;
-        let json_len = n - TRAILER - cols * 2 * width;
-        (cols, width, json_len)
+        let wide = b[n - 1] == 4;
+        let cols = u32::from_le_bytes([b[n - 5], b[n - 4], b[n - 3], b[n - 2]]) as usize;
+        let json_len = n - TRAILER - cols * if wide { 8 } else { 4 };
+        Index {
+            b,
+            json_len,
+            cols,
+            wide,
+        }
     }
 
     /// The compact JSON text of the row.
     pub fn json(&self) -> &[u8] {
-        let (_, _, len) = self.trailer();
-        &self.0[..len]
+        let ix = self.index();
+        &ix.b[..ix.json_len]
     }
 
     /// Number of columns (present ones; `null` values included).
     pub fn width(&self) -> usize {
-        self.trailer().0
+        self.index().cols
     }
 
-    fn span(&self, i: usize) -> (usize, usize) {
-        let (_, width, len) = self.trailer();
-        let at = len + i * 2 * width;
-        let b = &self.0;
-        if width == 2 {
-            (
-                u16::from_le_bytes([b[at], b[at + 1]]) as usize,
-                u16::from_le_bytes([b[at + 2], b[at + 3]]) as usize,
-            )
-        } else {
-            (
-                u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes")) as usize,
-                u32::from_le_bytes(b[at + 4..at + 8].try_into().expect("4 bytes")) as usize,
-            )
-        }
+    /// The row's shape number: rows with equal numbers other than `shape::UNKNOWN` have exactly
+    /// the same column names in the same order.
+    #[inline]
+    pub fn shape(&self) -> u32 {
+        let b: &[u8] = &self.0;
+        let n = b.len();
+        u32::from_le_bytes([b[n - 9], b[n - 8], b[n - 7], b[n - 6]])
     }
 
     /// Column `i`: its escaped name (no quotes) and its value.
     pub fn column(&self, i: usize) -> (&[u8], Json<'_>) {
-        let (start, end) = self.span(i);
-        let name_start = if i == 0 { 2 } else { self.span(i - 1).1 + 2 };
-        let b = &self.0;
-        (
-            &b[name_start..start - 2],
-            Json::new_unchecked(&b[start..end]),
-        )
+        self.index().column(i)
     }
 
-    /// The value of the column named `name` (escaped form), with its position.
+    /// The value of column `i`.
+    #[inline]
+    pub fn value_at(&self, i: usize) -> Json<'_> {
+        let ix = self.index();
+        let (start, end) = ix.span(i);
+        Json::new_unchecked(&ix.b[start..end])
+    }
+
+    /// Whether the row's column names are `names`, in order.
+    pub fn has_names<N: AsRef<[u8]>>(&self, names: &[N]) -> bool {
+        let ix = self.index();
+        // Names are short: a plain loop beats a `memcmp` call per name.
+        ix.cols == names.len()
+            && ix.columns().zip(names).all(|((n, _), m)| {
+                let m = m.as_ref();
+                n.len() == m.len() && n.iter().zip(m).all(|(a, b)| a == b)
+            })
+    }
+
+    /// The text of columns `from..=to` as the row holds it, names included: `"a":1,"b":2`.
+    pub fn run(&self, from: usize, to: usize) -> &[u8] {
+        let ix = self.index();
+        let start = if from == 0 {
+            1
+        } else {
+            ix.span(from - 1).1 + 1
+        };
+        &ix.b[start..ix.span(to).1]
+    }
+
+    /// Where column `i`'s name (inside the quotes) and value are in `json()`.
+    pub fn column_ranges(&self, i: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+        let ix = self.index();
+        let (start, end) = ix.span(i);
+        let name_start = if i == 0 { 2 } else { ix.span(i - 1).1 + 2 };
+        (name_start..start - 2, start..end)
+    }
+
+    /// The value of the column named `name` (escaped form), with its position; `hint` is
+    /// where to look first.
+    #[inline]
     pub fn find(&self, name: &[u8], hint: usize) -> Option<(usize, Json<'_>)> {
-        let cols = self.width();
-        if hint < cols {
-            let (n, v) = self.column(hint);
+        let ix = self.index();
+        if hint < ix.cols {
+            let (n, v) = ix.column(hint);
             if n == name {
                 return Some((hint, v));
             }
         }
-        (0..cols).find_map(|i| {
-            let (n, v) = self.column(i);
-            (n == name).then_some((i, v))
-        })
+        ix.columns()
+            .enumerate()
+            .find(|(_, (n, _))| *n == name)
+            .map(|(i, (_, v))| (i, v))
     }
 
     /// The value of the column named `name` (escaped form), if present.
@@ -223,7 +257,7 @@ impl Row {
     }
 
     pub fn columns(&self) -> impl Iterator<Item = (&[u8], Json<'_>)> + '_ {
-        (0..self.width()).map(|i| self.column(i))
+        self.index().columns()
     }
 
     /// The row as a serde_json object (tests and diagnostics).
@@ -234,6 +268,56 @@ impl Row {
     /// Bytes held by the row's allocation (for memory accounting).
     pub fn allocated(&self) -> usize {
         self.0.len() + 16
+    }
+}
+
+/// A row's bytes with its trailer read: where the index is and how wide its entries are.
+#[derive(Clone, Copy)]
+struct Index<'a> {
+    b: &'a [u8],
+    json_len: usize,
+    cols: usize,
+    wide: bool,
+}
+
+impl<'a> Index<'a> {
+    #[inline]
+    fn span(&self, i: usize) -> (usize, usize) {
+        let b = self.b;
+        if self.wide {
+            let at = self.json_len + i * 8;
+            (
+                u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize,
+                u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]) as usize,
+            )
+        } else {
+            let at = self.json_len + i * 4;
+            (
+                u16::from_le_bytes([b[at], b[at + 1]]) as usize,
+                u16::from_le_bytes([b[at + 2], b[at + 3]]) as usize,
+            )
+        }
+    }
+
+    #[inline]
+    fn column(&self, i: usize) -> (&'a [u8], Json<'a>) {
+        let (start, end) = self.span(i);
+        let name_start = if i == 0 { 2 } else { self.span(i - 1).1 + 2 };
+        (
+            &self.b[name_start..start - 2],
+            Json::new_unchecked(&self.b[start..end]),
+        )
+    }
+
+    /// Every column in order, each span read once.
+    fn columns(self) -> impl Iterator<Item = (&'a [u8], Json<'a>)> {
+        let mut name_start = 2;
+        (0..self.cols).map(move |i| {
+            let (start, end) = self.span(i);
+            let name = &self.b[name_start..start - 2];
+            name_start = end + 2;
+            (name, Json::new_unchecked(&self.b[start..end]))
+        })
     }
 }
 
@@ -310,7 +394,7 @@ impl RowBuilder {
             spans.push((start, json.len()));
         }
         json.push(b'}');
-        seal(&json, &spans)
+        seal(&json, &spans, shape::intern(names(&json, &spans)).id)
     }
 }
 

@@ -86,9 +86,6 @@ type Res<T> = Result<T, (usize, &'static str)>;
 
 /// Scans `input` as one JSON value.
 pub fn scan(input: &[u8]) -> Result<Scanned, SyntaxError> {
-    if let Err(e) = std::str::from_utf8(input) {
-        return Err(located(input, e.valid_up_to(), "invalid UTF-8"));
-    }
     let mut s = Scanner {
         b: input,
         i: 0,
@@ -273,17 +270,31 @@ impl Scanner<'_> {
         }
     }
 
-    /// A string starting at the opening quote; returns whether it holds escapes. UTF-8 was
-    /// checked for the whole input up front.
+    /// A string starting at the opening quote; returns whether it holds escapes. Non-ASCII
+    /// text is checked to be UTF-8 (outside strings it is a syntax error anyway).
     fn string(&mut self) -> Res<bool> {
         self.i += 1;
+        let start = self.i;
         let mut escaped = false;
+        let mut ascii = true;
+        let b = self.b;
         loop {
-            let Some(&c) = self.b.get(self.i) else {
-                return Err((self.i, "EOF while parsing a string"));
+            // Plain characters in a tight loop; the match below sees only the special ones.
+            let mut i = self.i;
+            while i < b.len() && b[i] >= 0x20 && b[i] != b'"' && b[i] != b'\\' && b[i] < 0x80 {
+                i += 1;
+            }
+            self.i = i;
+            let Some(&c) = b.get(i) else {
+                return Err((i, "EOF while parsing a string"));
             };
             match c {
                 b'"' => {
+                    if !ascii {
+                        if let Err(e) = std::str::from_utf8(&b[start..i]) {
+                            return Err((start + e.valid_up_to(), "invalid UTF-8"));
+                        }
+                    }
                     self.i += 1;
                     return Ok(escaped);
                 }
@@ -291,13 +302,16 @@ impl Scanner<'_> {
                     escaped = true;
                     self.escape()?;
                 }
-                0..=0x1f => {
+                0x80.. => {
+                    ascii = false;
+                    self.i += 1;
+                }
+                _ => {
                     return Err((
-                        self.i,
+                        i,
                         "control character (\\u0000-\\u001F) found while parsing a string",
                     ))
                 }
-                _ => self.i += 1,
             }
         }
     }

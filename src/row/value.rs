@@ -63,6 +63,9 @@ impl<'a> Json<'a> {
         if self.kind() != Kind::Number {
             return None;
         }
+        if let Some(i) = small_integer(self.0) {
+            return Some(Numeric::Int(i));
+        }
         let text = std::str::from_utf8(self.0).ok()?;
         let integral = !self.0.iter().any(|c| matches!(c, b'.' | b'e' | b'E'));
         if integral {
@@ -125,6 +128,12 @@ impl<'a> Json<'a> {
             return true;
         }
         match (self.kind(), other.kind()) {
+            // JSON integers have one spelling per value (no leading zeros), but for `-0`.
+            (Kind::Number, Kind::Number)
+                if is_plain_integer(self.0) && is_plain_integer(other.0) =>
+            {
+                false
+            }
             (Kind::Number, Kind::Number) => self.numeric() == other.numeric(),
             (Kind::String, Kind::String) => {
                 // Equal bytes were handled above; only escapes can make different text equal.
@@ -143,6 +152,31 @@ impl std::fmt::Debug for Json<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&String::from_utf8_lossy(self.0))
     }
+}
+
+/// Integer text other than `-0`: no fraction, no exponent.
+fn is_plain_integer(text: &[u8]) -> bool {
+    text != b"-0" && !text.iter().any(|c| matches!(c, b'.' | b'e' | b'E'))
+}
+
+/// The value of valid integer text of up to 18 digits (which always fits an `i64`).
+#[inline]
+fn small_integer(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(d - b'0');
+    }
+    Some(if negative { -v } else { v })
 }
 
 fn number_of(n: &serde_json::Number) -> Numeric {
