@@ -187,6 +187,7 @@ fn run_kafka(pipeline: Pipeline) -> ExitCode {
     } else {
         let options = StoreOptions {
             block_cache_mb: config.process.state_block_cache_mb,
+            cache_mb: config.process.state_cache_mb,
             write_buffer_mb: config.process.state_write_buffer_mb,
         };
         match RocksState::open(&config.process.state_dir, &options) {

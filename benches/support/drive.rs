@@ -39,7 +39,8 @@ pub fn processor(config: &Config, store: Store, dir: &std::path::Path) -> Box<dy
         Store::Memory => Box::new(JoinProcessor::new(config, MemoryState::new())),
         Store::Rocks => {
             let options = StoreOptions {
-                block_cache_mb: 256,
+                block_cache_mb: 128,
+                cache_mb: 128,
                 write_buffer_mb: 64,
             };
             let state = RocksState::open(dir, &options).expect("open RocksDB");

@@ -262,7 +262,11 @@ pub fn load(
         state_block_cache_mb: opt(&mut p, &raw.state_block_cache_mb, |v| {
             parse_positive("SIDEJOIN_STATE_BLOCK_CACHE_MB", v)
         })
-        .unwrap_or(256),
+        .unwrap_or(128),
+        state_cache_mb: opt(&mut p, &raw.state_cache_mb, |v| {
+            parse_positive("SIDEJOIN_STATE_CACHE_MB", v)
+        })
+        .unwrap_or(128),
         state_write_buffer_mb: opt(&mut p, &raw.state_write_buffer_mb, |v| {
             parse_positive("SIDEJOIN_STATE_WRITE_BUFFER_MB", v)
         })

@@ -27,6 +27,7 @@ pub struct RawConfig {
     pub state_dir: Option<String>,
     pub state_block_cache_mb: Option<String>,
     pub state_write_buffer_mb: Option<String>,
+    pub state_cache_mb: Option<String>,
     pub log_format: Option<String>,
     pub shutdown_timeout: Option<String>,
     pub processing_guarantee: Option<String>,

@@ -256,6 +256,8 @@ pub struct ProcessSpec {
     pub state_block_cache_mb: usize,
     /// RocksDB memtable size, MiB (up to three are kept).
     pub state_write_buffer_mb: usize,
+    /// The cache of decoded hot state in front of RocksDB, MiB.
+    pub state_cache_mb: usize,
     pub log_format: LogFormat,
     pub shutdown_timeout_ms: i64,
     pub on_error: OnError,

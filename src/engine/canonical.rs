@@ -138,17 +138,48 @@ pub fn has_null(join_key: &[u8]) -> bool {
     false
 }
 
+thread_local! {
+    /// Per row shape, its columns in name order (shapes are few; sorting is per shape).
+    static NAME_ORDER: std::cell::RefCell<rustc_hash::FxHashMap<u32, Box<[u16]>>> =
+        std::cell::RefCell::new(rustc_hash::FxHashMap::default());
+}
+
 /// Appends the encoding of a whole row: non-null columns sorted by (escaped) name.
 pub fn encode_row(row: &Row, out: &mut Vec<u8>) {
-    let mut columns: smallvec::SmallVec<[(&[u8], Json<'_>); 16]> =
-        row.columns().filter(|(_, v)| !v.is_null()).collect();
-    columns.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    out.push(OBJECT);
-    put_len(out, columns.len());
-    for (k, v) in columns {
-        put_bytes(out, k);
-        encode_value(v, out);
+    let shape = row.shape();
+    if shape == crate::row::shape::UNKNOWN || row.width() > u16::MAX as usize {
+        let mut columns: smallvec::SmallVec<[(&[u8], Json<'_>); 16]> =
+            row.columns().filter(|(_, v)| !v.is_null()).collect();
+        columns.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        out.push(OBJECT);
+        put_len(out, columns.len());
+        for (k, v) in columns {
+            put_bytes(out, k);
+            encode_value(v, out);
+        }
+        return;
     }
+    NAME_ORDER.with(|orders| {
+        let mut orders = orders.borrow_mut();
+        let order = orders.entry(shape).or_insert_with(|| {
+            let mut order: Vec<u16> = (0..row.width() as u16).collect();
+            order.sort_unstable_by_key(|&i| row.column(i as usize).0);
+            order.into_boxed_slice()
+        });
+        let non_null = order
+            .iter()
+            .filter(|&&i| !row.value_at(i as usize).is_null())
+            .count();
+        out.push(OBJECT);
+        put_len(out, non_null);
+        for &i in order.iter() {
+            let (k, v) = row.column(i as usize);
+            if !v.is_null() {
+                put_bytes(out, k);
+                encode_value(v, out);
+            }
+        }
+    })
 }
 
 /// SPEC §1 equality of two rows: column by column, a missing column equal to `null`.

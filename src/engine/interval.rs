@@ -50,6 +50,13 @@ pub struct IntervalJoin {
     /// The last arrival sequence number per partition (written to its state at checkpoints).
     seq: FxHashMap<Partition, u64>,
     waiting: VecDeque<Waiting>,
+    /// Per side and partition, a time below which the time index holds nothing any more
+    /// (everything there was evicted): eviction scans start there instead of walking over what
+    /// earlier evictions deleted.
+    evicted_to: FxHashMap<(Side, Partition), i64>,
+    /// Per side and partition, a time no row in the time index is below (`None` in the map:
+    /// unknown): eviction reads the index only once that time can be final.
+    due_from: FxHashMap<(Side, Partition), i64>,
     pub stats: Stats,
 }
 
@@ -70,6 +77,8 @@ impl IntervalJoin {
             spec: interval,
             seq: FxHashMap::default(),
             waiting: VecDeque::new(),
+            evicted_to: FxHashMap::default(),
+            due_from: FxHashMap::default(),
             stats: Stats::default(),
         }
     }
@@ -153,6 +162,8 @@ impl IntervalJoin {
             }
         }
         self.seq.remove(&partition);
+        self.evicted_to.retain(|(_, p), _| *p != partition);
+        self.due_from.retain(|(_, p), _| *p != partition);
     }
 
     /// Processes one record: joins its row with the other side's cached rows, caches it unless
@@ -221,6 +232,9 @@ impl IntervalJoin {
         );
         layout::interval_time_group(&mut group, partition, side);
         state.put(&group, &item, StateValue::Bytes(join_key.clone()));
+        if let Some(due) = self.due_from.get_mut(&(side, partition)) {
+            *due = (*due).min(t);
+        }
         self.stats.rows(partition, side, 1);
         if outer && !matched && self.spec.max_wait_ms > 0 {
             self.waiting.push_back(Waiting {
@@ -289,24 +303,46 @@ impl IntervalJoin {
         let mut group = Vec::new();
         for partition in self.marks.partitions() {
             for side in Side::BOTH {
+                if self
+                    .due_from
+                    .get(&(side, partition))
+                    .is_some_and(|&t| !self.is_final(side, t, w))
+                {
+                    continue;
+                }
                 layout::interval_time_group(&mut group, partition, side);
-                state.scan(&group, &mut |item, value| {
-                    let Some(time) = layout::time_from_bytes(item) else {
-                        return false;
-                    };
-                    if !self.is_final(side, time, w) {
-                        return false;
-                    }
-                    due.push(Final {
-                        time,
-                        side,
-                        seq: layout::interval_item_seq(item),
-                        partition,
-                        item: item.to_vec(),
-                        join_key: value.as_bytes().unwrap_or_default().to_vec(),
-                    });
-                    true
-                });
+                let from = self.evicted_to.get(&(side, partition)).copied();
+                let mut next_due = i64::MAX;
+                let start = from.map(layout::time_bytes);
+                let mut last = from;
+                state.scan_from(
+                    &group,
+                    start.as_ref().map_or(&[][..], |s| &s[..]),
+                    &mut |item, value| {
+                        let Some(time) = layout::time_from_bytes(item) else {
+                            return false;
+                        };
+                        if !self.is_final(side, time, w) {
+                            next_due = time;
+                            return false;
+                        }
+                        last = Some(time);
+                        due.push(Final {
+                            time,
+                            side,
+                            seq: layout::interval_item_seq(item),
+                            partition,
+                            item: item.to_vec(),
+                            join_key: value.as_bytes().unwrap_or_default().to_vec(),
+                        });
+                        true
+                    },
+                );
+                // Rows arrive final or are stored: none is stored below what was evicted.
+                if let Some(t) = last {
+                    self.evicted_to.insert((side, partition), t);
+                }
+                self.due_from.insert((side, partition), next_due);
             }
         }
         due.sort_by_key(|f| (f.time, f.side, f.seq));

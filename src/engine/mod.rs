@@ -6,6 +6,7 @@
 pub mod canonical;
 pub mod column;
 pub mod filter;
+pub mod groups;
 pub mod interval;
 pub mod layout;
 pub mod memory;

@@ -85,8 +85,8 @@ struct Layout {
     parts: Vec<Part>,
 }
 
-/// Star lists: output names depend on the rows' column names, so they are worked out once per
-/// pair of row shapes and reused; a few shapes are remembered.
+/// Output columns are worked out once per pair of row shapes (star lists: their names depend on
+/// the rows' column names; all lists: where each value is) and reused; a few are remembered.
 #[derive(Debug, Clone, Default)]
 struct Layouts {
     recent: Vec<Layout>,
@@ -210,7 +210,10 @@ impl Projection {
         out: &mut Vec<u8>,
         cols: Option<&mut Vec<OutCol>>,
     ) {
-        if let Some(parts) = &self.fixed {
+        // Rows of known shapes take a layout with each column's position; a fixed list has its
+        // parts by name for rows of shapes without a number.
+        let unknown = |r: Option<&Row>| r.is_some_and(|r| r.shape() == UNKNOWN);
+        if let (Some(parts), true) = (&self.fixed, unknown(left) || unknown(right)) {
             return write(parts, left, right, out, cols);
         }
         let mut layouts = self.layouts.borrow_mut();
@@ -237,8 +240,9 @@ impl Projection {
         write(&layouts.recent[at].parts, left, right, out, cols);
     }
 
-    /// Works out the output columns of a star list for rows shaped like `left` and `right`:
-    /// `AS` names as given, every other column under its first free name.
+    /// Works out the output columns for rows shaped like `left` and `right`: `AS` names as
+    /// given, every other column under its first free name (the names `Select` fixes, for lists
+    /// without `*`), each with where its value is in those rows.
     fn layout(&self, left: Option<&Row>, right: Option<&Row>) -> Layout {
         let mut names: Vec<Vec<u8>> = Vec::new();
         // (output name, side, source, whether the name is the input column's own)

@@ -254,6 +254,8 @@ pub struct RegularJoin {
     /// Stream time per task (input partition). Kept here, written to state at each checkpoint
     /// (the state is only durable at checkpoints), read back when a partition is restored.
     stream_time: FxHashMap<Partition, i64>,
+    /// Per partition and side, a stamp no entry of the TTL index is below (`ttl::expire`).
+    ttl_floor: FxHashMap<(Partition, Side), i64>,
     scratch: Scratch,
     steps: Vec<Step>,
     pub stats: Stats,
@@ -265,6 +267,7 @@ impl RegularJoin {
             plan: JoinPlan::new(spec),
             allow_generated_retracts: spec.allow_generated_retracts,
             stream_time: FxHashMap::default(),
+            ttl_floor: FxHashMap::default(),
             scratch: Scratch::default(),
             steps: Vec::new(),
             stats: Stats::default(),
@@ -278,6 +281,7 @@ impl RegularJoin {
     /// Drops the stream time of a released partition.
     pub fn forget_partition(&mut self, partition: Partition) {
         self.stream_time.remove(&partition);
+        self.ttl_floor.retain(|(p, _), _| *p != partition);
     }
 
     /// Writes each partition's stream time into `state`.
@@ -308,6 +312,7 @@ impl RegularJoin {
             Some(t) => self.stream_time.insert(partition, t),
             None => self.stream_time.remove(&partition),
         };
+        self.ttl_floor.retain(|(p, _), _| *p != partition);
     }
 
     /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
@@ -331,7 +336,12 @@ impl RegularJoin {
         let now = self.advance(input.partition, input.timestamp);
         let mut t = Table::new(state, input.partition, now, &mut self.stats);
         for side in &self.plan.sides {
-            super::ttl::expire(&mut t, side);
+            let key = (input.partition, side.side);
+            let mut floor = self.ttl_floor.get(&key).copied();
+            super::ttl::expire(&mut t, side, &mut floor);
+            if let Some(f) = floor {
+                self.ttl_floor.insert(key, f);
+            }
         }
         let Some(event) = input.event else {
             return;

@@ -70,6 +70,9 @@ impl StateValue {
     }
 }
 
+/// A sealed checkpoint of a store: its number, increasing from 1.
+pub type Checkpoint = u64;
+
 /// A store that cannot persist what it was given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -102,9 +105,22 @@ pub trait JoinState {
         Ok(())
     }
 
-    /// Makes every write so far durable, atomically (a no-op for stores that keep nothing).
-    fn flush(&mut self) -> Result<(), StateError> {
+    /// Closes a checkpoint: the writes since the last one, as they are now, become one unit
+    /// that `persist` makes durable atomically; later writes belong to the next checkpoint.
+    /// Stores that keep nothing durable return 0.
+    fn seal(&mut self) -> Result<Checkpoint, StateError> {
+        Ok(0)
+    }
+
+    /// Makes every sealed checkpoint up to `upto` durable, in order.
+    fn persist(&mut self, _upto: Checkpoint) -> Result<(), StateError> {
         Ok(())
+    }
+
+    /// Makes every write so far durable, atomically.
+    fn flush(&mut self) -> Result<(), StateError> {
+        let checkpoint = self.seal()?;
+        self.persist(checkpoint)
     }
 
     /// Like `scan`, starting at the first item not below `from`.
@@ -137,8 +153,11 @@ impl<S: JoinState + ?Sized> JoinState for Box<S> {
     fn release_partition(&mut self, partition: Partition) {
         (**self).release_partition(partition)
     }
-    fn flush(&mut self) -> Result<(), StateError> {
-        (**self).flush()
+    fn seal(&mut self) -> Result<Checkpoint, StateError> {
+        (**self).seal()
+    }
+    fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
+        (**self).persist(upto)
     }
     fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
         (**self).delete_partition(partition)

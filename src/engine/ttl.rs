@@ -1,15 +1,22 @@
 //! State TTL in stream time (SPEC §3.5): a stored row expires once it has not been written for
 //! longer than the TTL. Expiry walks the time-ordered TTL index from its oldest entry and stops at
-//! the first live one, so its work is proportional to what expires, not to what is stored. It
-//! emits nothing and leaves the other side's match counts as they are (as Flink does).
+//! the first live one, so its work is proportional to what expires, not to what is stored; and
+//! it remembers that entry's stamp (a floor under every stamp in the index), so records that
+//! cannot expire anything do not read the index at all. It emits nothing and leaves the other
+//! side's match counts as they are (as Flink does).
 
 use super::layout;
 use super::plan::SidePlan;
 use super::state::{JoinState, StateValue};
 use super::table::Table;
 
-/// Removes the rows of `plan`'s side that expired at the table's stream time.
-pub fn expire<S: JoinState + ?Sized>(t: &mut Table<'_, S>, plan: &SidePlan) {
+/// Removes the rows of `plan`'s side that expired at the table's stream time. `floor` is a
+/// stamp no entry of the side's index is below (`None`: unknown); it is kept up to date.
+pub fn expire<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &SidePlan,
+    floor: &mut Option<i64>,
+) {
     if plan.ttl_ms <= 0 {
         return;
     }
@@ -17,17 +24,27 @@ pub fn expire<S: JoinState + ?Sized>(t: &mut Table<'_, S>, plan: &SidePlan) {
     let Some(cutoff) = t.now.checked_sub(plan.ttl_ms) else {
         return;
     };
+    if floor.is_some_and(|f| f >= cutoff) {
+        return;
+    }
     let mut group = Vec::new();
     layout::ttl_group(&mut group, t.partition, plan.side);
     let mut due: Vec<Vec<u8>> = Vec::new();
+    // Every later write is stamped at least now: an empty index has that floor.
+    let mut first_live = t.now;
     t.state
         .scan(&group, &mut |item, _| match layout::time_from_bytes(item) {
             Some(stamp) if stamp < cutoff => {
                 due.push(item.to_vec());
                 true
             }
-            _ => false,
+            Some(stamp) => {
+                first_live = stamp;
+                false
+            }
+            None => false,
         });
+    *floor = Some(first_live);
     for item in due {
         let Some((stamp, join_key, row_item)) = layout::split_ttl_item(&item, plan.key.len())
         else {

@@ -19,13 +19,16 @@ fn group_prefix(key: &[u8]) -> &[u8] {
 pub struct StoreOptions {
     pub block_cache_mb: usize,
     pub write_buffer_mb: usize,
+    /// The cache of decoded hot state in front of RocksDB (`SIDEJOIN_STATE_CACHE_MB`).
+    pub cache_mb: usize,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
-            block_cache_mb: 256,
+            block_cache_mb: 128,
             write_buffer_mb: 64,
+            cache_mb: 128,
         }
     }
 }

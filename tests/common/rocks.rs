@@ -9,7 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use sidejoin::engine::state::{JoinState, StateError, StateValue};
+use sidejoin::engine::state::{Checkpoint, JoinState, StateError, StateValue};
 use sidejoin::store::{RocksState, StoreOptions};
 
 struct Shared {
@@ -38,6 +38,7 @@ impl TempRocks {
                 let dir = tempfile::tempdir().expect("temp dir");
                 let options = StoreOptions {
                     block_cache_mb: 16,
+                    cache_mb: 1,
                     write_buffer_mb: 8,
                 };
                 let state = RocksState::open(dir.path(), &options)
@@ -100,8 +101,11 @@ impl JoinState for TempRocks {
     fn release_partition(&mut self, _partition: i32) {
         // Namespaced stores are never released by the suites; the database is shared.
     }
-    fn flush(&mut self) -> Result<(), StateError> {
-        self.state.borrow_mut().flush()
+    fn seal(&mut self) -> Result<Checkpoint, StateError> {
+        self.state.borrow_mut().seal()
+    }
+    fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
+        self.state.borrow_mut().persist(upto)
     }
 }
 
@@ -136,7 +140,10 @@ impl<S: JoinState> JoinState for Counting<S> {
     fn release_partition(&mut self, partition: i32) {
         self.inner.release_partition(partition)
     }
-    fn flush(&mut self) -> Result<(), StateError> {
-        self.inner.flush()
+    fn seal(&mut self) -> Result<Checkpoint, StateError> {
+        self.inner.seal()
+    }
+    fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
+        self.inner.persist(upto)
     }
 }
