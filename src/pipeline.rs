@@ -12,7 +12,7 @@ use crate::changelog::{Event, Input, JoinedChange, Partition, Side};
 use crate::config::{Config, OnError, OutputMode, TimeSource};
 use crate::engine::column::Column;
 use crate::engine::project::{OutputKey, Projection};
-use crate::engine::state::{StateError, StateValue};
+use crate::engine::state::{Checkpoint, StateError, StateValue};
 use crate::engine::{layout, Engine, JoinState};
 use crate::format::{DecodeError, Decoder};
 use crate::sink::{self, Projected, Records};
@@ -107,8 +107,9 @@ impl<S: JoinState> Pipeline<S> {
         self.engine.set_partitions(partitions, processing_time);
     }
 
-    /// Makes the state durable together with `offsets`, in one atomic write for durable stores.
-    pub fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), StateError> {
+    /// Closes a checkpoint: the state as it is now, with the input `offsets` it reflects and
+    /// what the engine keeps in memory, captured to be made durable atomically by `persist`.
+    pub fn seal(&mut self, offsets: &Offsets) -> Result<Checkpoint, StateError> {
         let mut group = Vec::new();
         for ((topic, partition), offset) in offsets {
             layout::meta_group(&mut group, *partition);
@@ -119,7 +120,18 @@ impl<S: JoinState> Pipeline<S> {
             );
         }
         self.engine.checkpoint(&mut self.state);
-        self.state.flush()
+        self.state.seal()
+    }
+
+    /// Makes sealed checkpoints up to `upto` durable.
+    pub fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
+        self.state.persist(upto)
+    }
+
+    /// Seals and persists at once (tests and tools without outputs to wait for).
+    pub fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), StateError> {
+        let checkpoint = self.seal(offsets)?;
+        self.persist(checkpoint)
     }
 
     /// The next offset of `topic`/`partition` already reflected in the state, if recorded.

@@ -1,6 +1,6 @@
 //! Drives a `Processor` the way `sidejoin run` does, minus Kafka: records in, output records
-//! out (counted, their bytes handed to `black_box`), a checkpoint with the input offsets every
-//! `CHECKPOINT_EVERY` records as the run loop makes at each commit.
+//! out (counted, their bytes handed to `black_box`), a checkpoint sealed with the input offsets
+//! every `CHECKPOINT_EVERY` records and persisted one checkpoint later, as the run loop does.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -57,6 +57,7 @@ pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
     let mut out = Records::default();
     let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
     let (mut count, mut bytes) = (0, 0);
+    let mut previous = None;
     for (i, r) in records.iter().enumerate() {
         let rec = InRecord {
             side: r.side,
@@ -72,9 +73,15 @@ pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
         out.clear();
         offsets.insert((r.side.name().to_owned(), r.partition), i as i64 + 1);
         if (i + 1) % CHECKPOINT_EVERY == 0 {
-            p.checkpoint(&offsets).expect("checkpoint");
+            // As the run loop does: seal now, persist the previous checkpoint (its outputs
+            // would be acknowledged by then).
+            let sealed = p.seal(&offsets).expect("seal");
+            if let Some(previous) = previous.replace(sealed) {
+                p.persist(previous).expect("persist");
+            }
         }
     }
-    p.checkpoint(&offsets).expect("checkpoint");
+    let last = p.seal(&offsets).expect("seal");
+    p.persist(last).expect("persist");
     (count, bytes)
 }

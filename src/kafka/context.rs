@@ -39,21 +39,26 @@ impl JoinContext {
     }
 }
 
+/// librdkafka's log lines, to `tracing` at their level.
+pub fn log(level: RDKafkaLogLevel, fac: &str, message: &str) {
+    match level {
+        RDKafkaLogLevel::Emerg
+        | RDKafkaLogLevel::Alert
+        | RDKafkaLogLevel::Critical
+        | RDKafkaLogLevel::Error => {
+            tracing::error!(target: "librdkafka", "{fac} {message}")
+        }
+        RDKafkaLogLevel::Warning => tracing::warn!(target: "librdkafka", "{fac} {message}"),
+        RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+            tracing::info!(target: "librdkafka", "{fac} {message}")
+        }
+        RDKafkaLogLevel::Debug => tracing::debug!(target: "librdkafka", "{fac} {message}"),
+    }
+}
+
 impl ClientContext for JoinContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
-        match level {
-            RDKafkaLogLevel::Emerg
-            | RDKafkaLogLevel::Alert
-            | RDKafkaLogLevel::Critical
-            | RDKafkaLogLevel::Error => {
-                tracing::error!(target: "librdkafka", "{fac} {message}")
-            }
-            RDKafkaLogLevel::Warning => tracing::warn!(target: "librdkafka", "{fac} {message}"),
-            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
-                tracing::info!(target: "librdkafka", "{fac} {message}")
-            }
-            RDKafkaLogLevel::Debug => tracing::debug!(target: "librdkafka", "{fac} {message}"),
-        }
+        log(level, fac, message)
     }
 
     fn stats(&self, statistics: Statistics) {

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod context;
+pub mod deliveries;
 pub mod partitioner;
 
 use rdkafka::ClientConfig;

@@ -2,7 +2,8 @@
 //! loop on a blocking thread, and honours `shutdown` (SIGTERM/SIGINT in the binary) within
 //! `SIDEJOIN_SHUTDOWN_TIMEOUT`. Everything is passed in; nothing is global.
 
-mod batch;
+mod checkpoints;
+mod output;
 pub mod processor;
 mod run_loop;
 

@@ -4,6 +4,7 @@
 
 use crate::changelog::{Partition, Side};
 use crate::config::Config;
+use crate::engine::state::Checkpoint;
 use crate::engine::JoinState;
 use crate::format::DecodeError;
 use crate::metrics::Metrics;
@@ -42,9 +43,11 @@ pub trait Processor: Send {
     fn publish(&self, metrics: &Metrics);
     /// Input records handled so far.
     fn records_in(&self) -> u64;
-    /// Makes the state durable together with the input `offsets` whose outputs are all
-    /// acknowledged (a no-op without durable state).
-    fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), String>;
+    /// Closes a checkpoint of the state with the input `offsets` it reflects (captured now,
+    /// made durable by `persist`).
+    fn seal(&mut self, offsets: &Offsets) -> Result<Checkpoint, String>;
+    /// Makes sealed checkpoints up to `upto` durable: every output they caused is acknowledged.
+    fn persist(&mut self, upto: Checkpoint) -> Result<(), String>;
     /// Loads a newly assigned partition's state; returns the next offset of each of `topics`
     /// already reflected in it, where recorded.
     fn restore(&mut self, partition: Partition, topics: &[&str], now: i64) -> Vec<Option<i64>>;
@@ -106,8 +109,12 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
         self.pipeline.stats().records_in.iter().sum()
     }
 
-    fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), String> {
-        self.pipeline.checkpoint(offsets).map_err(|e| e.to_string())
+    fn seal(&mut self, offsets: &Offsets) -> Result<Checkpoint, String> {
+        self.pipeline.seal(offsets).map_err(|e| e.to_string())
+    }
+
+    fn persist(&mut self, upto: Checkpoint) -> Result<(), String> {
+        self.pipeline.persist(upto).map_err(|e| e.to_string())
     }
 
     fn restore(&mut self, partition: Partition, topics: &[&str], now: i64) -> Vec<Option<i64>> {
@@ -170,7 +177,11 @@ impl Processor for PassthroughProcessor {
         self.stats.records_in.iter().sum()
     }
 
-    fn checkpoint(&mut self, _offsets: &Offsets) -> Result<(), String> {
+    fn seal(&mut self, _offsets: &Offsets) -> Result<Checkpoint, String> {
+        Ok(0)
+    }
+
+    fn persist(&mut self, _upto: Checkpoint) -> Result<(), String> {
         Ok(())
     }
 

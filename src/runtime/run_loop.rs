@@ -1,39 +1,45 @@
 //! The processing loop of `sidejoin run` (SPEC §6–8), on one blocking thread that owns the
-//! state: poll a record → process → produce what it caused; every commit interval, wait for
-//! every output to be acknowledged, then commit the input offsets (at-least-once). Rebalance
-//! events arrive from the consumer context over a channel. Undecodable records follow
+//! state: poll a batch of records (up to `POLL_BATCH`, or `POLL_TIME`) → process each → send
+//! what the batch caused; every commit interval seal a checkpoint, and persist and commit sealed
+//! checkpoints as their outputs are acknowledged (`checkpoints`: at-least-once, pipelined).
+//! Rebalance events arrive from the consumer context over a channel. Undecodable records follow
 //! `SIDEJOIN_ON_ERROR`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::message::BorrowedMessage;
+use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
+use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::changelog::{Partition, Side};
 use crate::config::{Config, OnError};
-use crate::format::DecodeError;
-use crate::kafka::admin::{self, StartupError, Topology};
+use crate::kafka::admin::{self, StartupError};
 use crate::kafka::context::{Assignment, JoinContext};
-use crate::kafka::partitioner::partition_for;
+use crate::kafka::deliveries::Deliveries;
 use crate::kafka::{self as k};
 use crate::metrics::Metrics;
-
-use super::batch::{self, Batch};
-use super::processor::{InRecord, Processor};
-use super::RunError;
 use crate::pipeline::ErrorAction;
 use crate::sink::Records;
 
-/// Outputs awaiting acknowledgement before a commit is forced early.
-const MAX_PENDING: usize = 200_000;
+use super::checkpoints::{Checkpoints, MAX_SEALED};
+use super::output::Output;
+use super::processor::{InRecord, Processor};
+use super::RunError;
+
+/// Records processed before their outputs are sent.
+const POLL_BATCH: usize = 2_000;
+
+/// The longest a poll batch gathers records.
+const POLL_TIME: Duration = Duration::from_millis(10);
+
+/// How long one wait for acknowledgements blocks before the loop looks around again.
+const ACK_WAIT: Duration = Duration::from_millis(10);
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -42,191 +48,89 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Produces one record, waiting while librdkafka's queue is full.
-fn send(
-    producer: &FutureProducer,
-    topic: &str,
-    partitions: i32,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    timestamp: i64,
-) -> Result<DeliveryFuture, RunError> {
-    let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).timestamp(timestamp);
-    if let Some(key) = key {
-        fr = fr.key(key).partition(partition_for(key, partitions));
-    }
-    if let Some(value) = value {
-        fr = fr.payload(value);
-    }
-    loop {
-        match producer.send_result(fr) {
-            Ok(delivery) => return Ok(delivery),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                fr = back;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err((e, _)) => return Err(e.into()),
-        }
-    }
-}
-
 struct Loop<'a> {
     cfg: &'a Config,
-    producer: FutureProducer,
+    output: Output,
     events: Receiver<Assignment>,
     processor: &'a mut dyn Processor,
     metrics: &'a Metrics,
     shutdown: &'a CancellationToken,
-    topology: Topology,
+    topics: [String; 2],
     /// `(topic, partition)` pairs currently assigned.
-    assigned: HashSet<(String, i32)>,
+    assigned: HashSet<(String, Partition)>,
     /// Input partitions whose state this process holds.
     owned: BTreeSet<Partition>,
-    /// `(topic, partition)` → the next offset the state already reflects: records below it were
+    /// `(side, partition)` → the next offset the state already reflects: records below it were
     /// applied before a restart and are skipped (the group's committed offset is advisory).
-    persisted: HashMap<(String, i32), i64>,
-    batch: Batch,
+    persisted: FxHashMap<(Side, Partition), i64>,
+    checkpoints: Checkpoints,
     out: Records,
     skipped_logged: u64,
 }
 
 impl Loop<'_> {
-    fn left_topic(&self) -> &str {
-        self.cfg.join.left.topic.as_deref().unwrap_or_default()
-    }
-
-    fn right_topic(&self) -> &str {
-        self.cfg.join.right.topic.as_deref().unwrap_or_default()
-    }
-
-    fn output_topic(&self) -> &str {
-        self.cfg.output.topic.as_deref().unwrap_or_default()
-    }
-
-    /// Produces what the processor appended to `self.out`.
-    fn flush_outputs(&mut self) -> Result<(), RunError> {
-        let topic = self.cfg.output.topic.as_deref().unwrap_or_default();
-        for rec in &self.out.records {
-            let delivery = send(
-                &self.producer,
-                topic,
-                self.topology.output_partitions,
-                self.out.key(rec),
-                self.out.value(rec),
-                rec.timestamp,
-            )?;
-            self.batch.delivery(delivery, rec.timestamp);
+    fn side_of(&self, topic: &str) -> Option<Side> {
+        if topic == self.topics[0] {
+            Some(Side::Left)
+        } else if topic == self.topics[1] {
+            Some(Side::Right)
+        } else {
+            None
         }
+    }
+
+    /// Sends what the processor appended to `self.out`.
+    fn send_outputs(&mut self) -> Result<(), RunError> {
+        self.output.send_all(&self.out, self.checkpoints.epoch())?;
         self.out.clear();
         Ok(())
     }
 
-    /// The original record, with headers naming the error and where it came from.
-    fn dead_letter(
-        &mut self,
-        msg: &BorrowedMessage<'_>,
-        side: Side,
-        error: &DecodeError,
-    ) -> Result<(), RunError> {
-        let mut headers = OwnedHeaders::new();
-        if let Some(h) = msg.headers() {
-            for hd in h.iter() {
-                headers = headers.insert(Header {
-                    key: hd.key,
-                    value: hd.value,
-                });
-            }
-        }
-        let info = [
-            ("sidejoin.error", error.to_string()),
-            ("sidejoin.source.topic", msg.topic().to_owned()),
-            ("sidejoin.source.partition", msg.partition().to_string()),
-            ("sidejoin.source.offset", msg.offset().to_string()),
-            ("sidejoin.source.side", side.name().to_owned()),
-        ];
-        for (key, value) in &info {
-            headers = headers.insert(Header {
-                key,
-                value: Some(value.as_bytes()),
-            });
-        }
-        let timestamp = msg.timestamp().to_millis().unwrap_or_else(now_ms);
-        let mut fr: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.cfg.kafka.dlq_topic)
-            .timestamp(timestamp)
-            .headers(headers);
-        if let Some(k) = msg.key() {
-            fr = fr.key(k);
-        }
-        if let Some(v) = msg.payload() {
-            fr = fr.payload(v);
-        }
-        let delivery = loop {
-            match self.producer.send_result(fr) {
-                Ok(d) => break d,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    fr = back;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err((e, _)) => return Err(e.into()),
-            }
-        };
-        self.batch.delivery(delivery, timestamp);
-        Ok(())
-    }
-
     fn handle(&mut self, msg: &BorrowedMessage<'_>) -> Result<(), RunError> {
-        let side = if msg.topic() == self.left_topic() {
-            Side::Left
-        } else if msg.topic() == self.right_topic() {
-            Side::Right
-        } else {
+        let Some(side) = self.side_of(msg.topic()) else {
             return Ok(());
         };
+        let (partition, offset) = (msg.partition(), msg.offset());
         if self
             .persisted
-            .get(&(msg.topic().to_owned(), msg.partition()))
-            .is_some_and(|next| msg.offset() < *next)
+            .get(&(side, partition))
+            .is_some_and(|next| offset < *next)
         {
-            self.batch
-                .consumed(msg.topic(), msg.partition(), msg.offset());
+            self.checkpoints.consumed(side, partition, offset);
             return Ok(());
         }
         let now = now_ms();
+        let timestamp = msg.timestamp().to_millis().unwrap_or(now);
         let rec = InRecord {
             side,
-            partition: msg.partition(),
-            timestamp: msg.timestamp().to_millis().unwrap_or(now),
+            partition,
+            timestamp,
             key: msg.key(),
             value: msg.payload(),
         };
-        let result = self.processor.process(&rec, now, &mut self.out);
-        self.flush_outputs()?;
-        if let Err(e) = result {
+        if let Err(e) = self.processor.process(&rec, now, &mut self.out) {
             match self.processor.dispatch() {
                 ErrorAction::Fail => {
                     return Err(RunError::Failed {
                         topic: msg.topic().to_owned(),
-                        partition: msg.partition(),
-                        offset: msg.offset(),
+                        partition,
+                        offset,
                         side,
                         error: e.to_string(),
                     })
                 }
                 ErrorAction::DeadLetter => {
-                    tracing::debug!(
-                        topic = msg.topic(),
-                        partition = msg.partition(),
-                        "dead-lettering: {e}"
-                    );
-                    self.dead_letter(msg, side, &e)?;
+                    tracing::debug!(topic = msg.topic(), partition, "dead-lettering: {e}");
+                    self.output
+                        .dead_letter(msg, side, &e, timestamp, self.checkpoints.epoch())?;
                 }
                 ErrorAction::Skip => {
                     self.skipped_logged += 1;
                     if self.skipped_logged.is_power_of_two() {
                         tracing::warn!(
                             topic = msg.topic(),
-                            partition = msg.partition(),
-                            offset = msg.offset(),
+                            partition,
+                            offset,
                             "skipping undecodable record ({} so far): {e}",
                             self.skipped_logged
                         );
@@ -234,8 +138,7 @@ impl Loop<'_> {
                 }
             }
         }
-        self.batch
-            .consumed(msg.topic(), msg.partition(), msg.offset());
+        self.checkpoints.consumed(side, partition, offset);
         Ok(())
     }
 
@@ -247,7 +150,7 @@ impl Loop<'_> {
         partitions: &[Partition],
     ) -> Result<(), RunError> {
         let started = Instant::now();
-        let topics = [self.left_topic().to_owned(), self.right_topic().to_owned()];
+        let topics = self.topics.clone();
         let names = [topics[0].as_str(), topics[1].as_str()];
         for &p in partitions {
             let persisted = self.processor.restore(p, &names, now_ms());
@@ -289,9 +192,9 @@ impl Loop<'_> {
                     "no local state for partition {p}: starting empty from the committed offsets"
                 );
             }
-            for (t, next) in names.iter().zip(persisted) {
+            for (side, next) in Side::BOTH.into_iter().zip(persisted) {
                 if let Some(next) = next {
-                    self.persisted.insert(((*t).to_owned(), p), next);
+                    self.persisted.insert((side, p), next);
                 }
             }
         }
@@ -306,8 +209,8 @@ impl Loop<'_> {
             match event {
                 Assignment::Revoked(list) => {
                     tracing::info!("partitions revoked: {list:?}");
-                    // Flush what was done for them while their offsets can still be committed.
-                    self.settle(consumer, CommitMode::Sync)?;
+                    // Persist what was done for them while their offsets can still be committed.
+                    self.drain(consumer, CommitMode::Sync)?;
                     for p in &list {
                         self.assigned.remove(p);
                     }
@@ -320,6 +223,7 @@ impl Loop<'_> {
                     if !gone.is_empty() {
                         self.processor.revoked(&gone);
                         self.persisted.retain(|(_, p), _| !gone.contains(p));
+                        self.checkpoints.forget(&gone);
                     }
                     let new: Vec<Partition> = now.difference(&self.owned).copied().collect();
                     self.restore(consumer, &new)?;
@@ -333,57 +237,107 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// Waits for every output, makes the state and input offsets durable together, then
-    /// commits the offsets to the group (SPEC §7).
-    fn settle(
+    /// Persists and commits every sealed checkpoint whose outputs are acknowledged.
+    fn complete(
         &mut self,
         consumer: &BaseConsumer<JoinContext>,
         mode: CommitMode,
     ) -> Result<(), RunError> {
-        let started = Instant::now();
-        let offsets = self.batch.acknowledge(self.metrics)?;
-        self.processor
-            .checkpoint(&offsets)
-            .map_err(RunError::State)?;
-        batch::commit(consumer, &offsets, &self.assigned, mode)?;
-        self.metrics.observe_commit(started.elapsed().as_secs_f64());
-        self.processor.publish(self.metrics);
+        self.checkpoints.complete(
+            self.processor,
+            self.output.deliveries(),
+            consumer,
+            &self.assigned,
+            self.metrics,
+            mode,
+        )
+    }
+
+    /// Closes the open checkpoint (after what processing time releases).
+    fn seal(&mut self) -> Result<(), RunError> {
+        self.processor.tick(now_ms(), &mut self.out);
+        self.send_outputs()?;
+        self.checkpoints.seal(self.processor)
+    }
+
+    /// Seals the open checkpoint and waits until every sealed one is persisted and committed
+    /// (rebalances, shutdown, a failing record).
+    fn drain(
+        &mut self,
+        consumer: &BaseConsumer<JoinContext>,
+        mode: CommitMode,
+    ) -> Result<(), RunError> {
+        self.seal()?;
+        while !self.checkpoints.is_drained() {
+            self.output.poll(ACK_WAIT);
+            self.complete(consumer, mode)?;
+        }
         Ok(())
+    }
+
+    /// Polls up to a batch of records and processes them; returns how many arrived.
+    fn poll_batch(
+        &mut self,
+        consumer: &BaseConsumer<JoinContext>,
+        wait: Duration,
+    ) -> Result<usize, RunError> {
+        let started = Instant::now();
+        let mut n = 0;
+        while n < POLL_BATCH {
+            let timeout = if n == 0 { wait } else { Duration::ZERO };
+            match consumer.poll(timeout) {
+                Some(Ok(msg)) => {
+                    self.handle(&msg)?;
+                    n += 1;
+                    if started.elapsed() >= POLL_TIME {
+                        break;
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::warn!("consume error: {e}");
+                    break;
+                }
+                None => break,
+            }
+        }
+        Ok(n)
     }
 
     fn run(&mut self, consumer: &BaseConsumer<JoinContext>) -> Result<(), RunError> {
         let interval = Duration::from_millis(self.cfg.kafka.commit_interval_ms.max(1) as u64);
-        let mut next_commit = Instant::now() + interval;
-        let outcome = loop {
+        let mut next_seal = Instant::now() + interval;
+        let outcome: Result<(), RunError> = loop {
             if self.shutdown.is_cancelled() {
                 break Ok(());
             }
-            let timeout = next_commit
+            let wait = next_seal
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100));
-            match consumer.poll(timeout) {
-                Some(Ok(msg)) => {
-                    if let Err(e) = self.handle(&msg) {
-                        break Err(e);
-                    }
-                }
-                Some(Err(e)) => tracing::warn!("consume error: {e}"),
-                None => {}
+            let polled = self.poll_batch(consumer, wait);
+            // Whatever the batch produced goes out, also before a failing record stops us.
+            self.send_outputs()?;
+            if let Err(e) = polled {
+                break Err(e);
             }
+            self.output.poll(Duration::ZERO);
             if let Err(e) = self.apply_assignments(consumer) {
                 break Err(e);
             }
-            if Instant::now() >= next_commit || self.batch.pending() >= MAX_PENDING {
-                self.processor.tick(now_ms(), &mut self.out);
-                self.flush_outputs()?;
-                self.settle(consumer, CommitMode::Async)?;
-                next_commit = Instant::now() + interval;
+            if Instant::now() >= next_seal {
+                self.seal()?;
+                next_seal = Instant::now() + interval;
+            }
+            self.complete(consumer, CommitMode::Async)?;
+            // Bounded pipelining: wait for the oldest checkpoint's outputs.
+            while self.checkpoints.sealed() >= MAX_SEALED && !self.shutdown.is_cancelled() {
+                self.output.poll(ACK_WAIT);
+                self.complete(consumer, CommitMode::Async)?;
             }
         };
         match outcome {
-            // Stopping or failing on a record: commit what came before it.
+            // Stopping or failing on a record: persist and commit what came before it.
             Ok(()) | Err(RunError::Failed { .. }) => {
-                self.settle(consumer, CommitMode::Sync)?;
+                self.drain(consumer, CommitMode::Sync)?;
                 if outcome.is_ok() {
                     tracing::info!(
                         "stopped cleanly after {} input records, all committed",
@@ -392,7 +346,7 @@ impl Loop<'_> {
                 }
                 outcome
             }
-            // Anything else: commit nothing; the records will be consumed again.
+            // Anything else: persist and commit nothing more; the records will be consumed again.
             Err(e) => Err(e),
         }
     }
@@ -417,31 +371,41 @@ pub fn run_blocking(
     let (tx, rx) = mpsc::channel();
     let consumer: BaseConsumer<JoinContext> =
         k::consumer_config(cfg).create_with_context(JoinContext::new(tx, metrics.clone()))?;
-    let producer: FutureProducer = k::producer_config(cfg).create()?;
+    let producer: BaseProducer<Deliveries> =
+        k::producer_config(cfg).create_with_context(Deliveries::new(metrics.clone()))?;
+    let topics = [
+        cfg.join.left.topic.clone().unwrap_or_default(),
+        cfg.join.right.topic.clone().unwrap_or_default(),
+    ];
+    let output_topic = cfg.output.topic.as_deref().unwrap_or_default();
     let mut lp = Loop {
         cfg,
-        producer,
+        output: Output::new(
+            producer,
+            output_topic,
+            topology.output_partitions,
+            &cfg.kafka.dlq_topic,
+        ),
         events: rx,
         processor,
         metrics,
         shutdown,
-        topology,
+        checkpoints: Checkpoints::new(&topics[0], &topics[1]),
+        topics,
         assigned: HashSet::new(),
         owned: BTreeSet::new(),
-        persisted: HashMap::new(),
-        batch: Batch::default(),
+        persisted: FxHashMap::default(),
         out: Records::default(),
         skipped_logged: 0,
     };
-    let topics = [lp.left_topic().to_owned(), lp.right_topic().to_owned()];
-    consumer.subscribe(&[topics[0].as_str(), topics[1].as_str()])?;
+    consumer.subscribe(&[lp.topics[0].as_str(), lp.topics[1].as_str()])?;
     tracing::info!(
         "consuming `{}` and `{}` ({} partitions each) as group `{}`, writing `{}` ({} partitions); Kafka properties passed through: {}",
-        topics[0],
-        topics[1],
+        lp.topics[0],
+        lp.topics[1],
         topology.left_partitions,
         cfg.kafka.application_id,
-        lp.output_topic(),
+        output_topic,
         topology.output_partitions,
         k::describe_properties(cfg)
     );

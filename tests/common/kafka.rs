@@ -88,21 +88,27 @@ pub fn produce(
 
 /// Produces many records at once, then waits for all of them: `(topic, key, value, timestamp)`.
 pub fn produce_many(p: &FutureProducer, records: &[(String, Option<String>, Option<String>, i64)]) {
-    let futures: Vec<_> = records
-        .iter()
-        .map(|(topic, key, value, ts)| {
-            let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).timestamp(*ts);
-            if let Some(k) = key {
-                r = r.key(k);
-            }
-            if let Some(v) = value {
-                r = r.payload(v);
-            }
-            p.send(r, Duration::from_secs(60))
-        })
-        .collect();
-    for f in futures::executor::block_on(futures::future::join_all(futures)) {
-        f.unwrap_or_else(|(e, _)| panic!("produce: {e}"));
+    // In chunks the producer's queue holds, each waited for before the next (no runtime is
+    // needed to wait out a full queue).
+    for chunk in records.chunks(50_000) {
+        let futures: Vec<_> = chunk
+            .iter()
+            .map(|(topic, key, value, ts)| {
+                let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).timestamp(*ts);
+                if let Some(k) = key {
+                    r = r.key(k);
+                }
+                if let Some(v) = value {
+                    r = r.payload(v);
+                }
+                p.send_result(r)
+                    .unwrap_or_else(|(e, _)| panic!("produce: {e}"))
+            })
+            .collect();
+        for f in futures::executor::block_on(futures::future::join_all(futures)) {
+            f.expect("the producer stays alive")
+                .unwrap_or_else(|(e, _)| panic!("produce: {e}"));
+        }
     }
 }
 
@@ -187,6 +193,30 @@ pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
         }
     }
     out
+}
+
+/// Every record of `topic` up to its end offsets as they are now (whatever its size), read
+/// within `timeout`.
+pub fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
+    let ends = high_watermarks(topic);
+    let total: i64 = ends.iter().sum();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let got = read_all(
+            topic,
+            total as usize,
+            deadline.saturating_duration_since(Instant::now()),
+        );
+        let complete = (0..ends.len()).all(|p| {
+            ends[p] == 0
+                || got
+                    .iter()
+                    .any(|r| r.partition == p as i32 && r.offset + 1 >= ends[p])
+        });
+        if complete || Instant::now() >= deadline {
+            return got;
+        }
+    }
 }
 
 /// The offsets `group` committed on `topic`, per partition (-1 when none).

@@ -1,0 +1,109 @@
+//! The output producer's context: delivery reports counted per checkpoint, in the thread that
+//! polls the producer (no future or allocation per record), the end-to-end latency observed from
+//! each delivered record's timestamp (the input record's), and the first delivery failure kept
+//! for the run loop, which treats it as fatal.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::error::KafkaError;
+use rdkafka::message::{DeliveryResult, Message};
+use rdkafka::producer::ProducerContext;
+
+use crate::metrics::Metrics;
+
+#[derive(Default)]
+struct Counts {
+    /// Checkpoint number → records sent under it and not yet acknowledged.
+    outstanding: BTreeMap<u64, u64>,
+    failed: Option<String>,
+}
+
+pub struct Deliveries {
+    counts: Mutex<Counts>,
+    metrics: Arc<Metrics>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Deliveries {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Deliveries {
+            counts: Mutex::new(Counts::default()),
+            metrics,
+        }
+    }
+
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A record was handed to the producer under `checkpoint`.
+    pub fn sent(&self, checkpoint: u64) {
+        *self.counts().outstanding.entry(checkpoint).or_insert(0) += 1;
+    }
+
+    /// Records of `checkpoint` and earlier not yet acknowledged.
+    pub fn outstanding_through(&self, checkpoint: u64) -> u64 {
+        self.counts()
+            .outstanding
+            .range(..=checkpoint)
+            .map(|(_, n)| *n)
+            .sum()
+    }
+
+    /// Records sent and not yet acknowledged, all checkpoints.
+    pub fn in_flight(&self) -> u64 {
+        self.counts().outstanding.values().sum()
+    }
+
+    /// The first delivery that failed, if any (the producer's retries are exhausted).
+    pub fn failure(&self) -> Option<String> {
+        self.counts().failed.clone()
+    }
+}
+
+impl ClientContext for Deliveries {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        super::context::log(level, fac, message)
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::warn!(target: "librdkafka", "{error}: {reason}");
+    }
+}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, checkpoint: usize) {
+        let mut c = self.counts();
+        let key = checkpoint as u64;
+        if let Some(n) = c.outstanding.get_mut(&key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                c.outstanding.remove(&key);
+            }
+        }
+        match result {
+            Ok(msg) => {
+                if let Some(ts) = msg.timestamp().to_millis() {
+                    self.metrics
+                        .observe_latency((now_ms() - ts).max(0) as f64 / 1000.0);
+                }
+            }
+            Err((e, _)) => {
+                if c.failed.is_none() {
+                    c.failed = Some(e.to_string());
+                }
+            }
+        }
+    }
+}

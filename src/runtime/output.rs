@@ -1,0 +1,135 @@
+//! Sending to Kafka from the run loop: output records (keyed ones partitioned as Java clients
+//! would) and dead letters, each under the checkpoint open when it was sent. A full producer
+//! queue is waited out by serving delivery reports; sending never allocates per record.
+
+use std::time::Duration;
+
+use rdkafka::error::KafkaError;
+use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::Message;
+
+use crate::changelog::Side;
+use crate::format::DecodeError;
+use crate::kafka::deliveries::Deliveries;
+use crate::kafka::partitioner::partition_for;
+use crate::sink::Records;
+
+use super::RunError;
+
+pub struct Output {
+    producer: BaseProducer<Deliveries>,
+    topic: String,
+    partitions: i32,
+    dlq_topic: String,
+}
+
+impl Output {
+    pub fn new(
+        producer: BaseProducer<Deliveries>,
+        topic: &str,
+        partitions: i32,
+        dlq_topic: &str,
+    ) -> Self {
+        Output {
+            producer,
+            topic: topic.to_owned(),
+            partitions,
+            dlq_topic: dlq_topic.to_owned(),
+        }
+    }
+
+    pub fn deliveries(&self) -> &Deliveries {
+        self.producer.context()
+    }
+
+    /// Serves delivery reports for up to `timeout`.
+    pub fn poll(&self, timeout: Duration) {
+        self.producer.poll(timeout);
+    }
+
+    /// Hands `record` to the producer, serving delivery reports while its queue is full.
+    fn send(
+        &self,
+        mut record: BaseRecord<'_, [u8], [u8], usize>,
+        checkpoint: u64,
+    ) -> Result<(), RunError> {
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => {
+                    self.deliveries().sent(checkpoint);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    self.producer.poll(Duration::from_millis(5));
+                }
+                Err((e, _)) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Sends every record of `out` under `checkpoint`.
+    pub fn send_all(&self, out: &Records, checkpoint: u64) -> Result<(), RunError> {
+        for r in &out.records {
+            let mut record: BaseRecord<'_, [u8], [u8], usize> =
+                BaseRecord::with_opaque_to(&self.topic, checkpoint as usize).timestamp(r.timestamp);
+            if let Some(key) = out.key(r) {
+                record = record
+                    .key(key)
+                    .partition(partition_for(key, self.partitions));
+            }
+            if let Some(value) = out.value(r) {
+                record = record.payload(value);
+            }
+            self.send(record, checkpoint)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the original record to the dead-letter topic, with headers naming the error and
+    /// where it came from.
+    pub fn dead_letter(
+        &self,
+        msg: &BorrowedMessage<'_>,
+        side: Side,
+        error: &DecodeError,
+        timestamp: i64,
+        checkpoint: u64,
+    ) -> Result<(), RunError> {
+        let mut headers = OwnedHeaders::new();
+        if let Some(h) = msg.headers() {
+            for hd in h.iter() {
+                headers = headers.insert(Header {
+                    key: hd.key,
+                    value: hd.value,
+                });
+            }
+        }
+        let info = [
+            ("sidejoin.error", error.to_string()),
+            ("sidejoin.source.topic", msg.topic().to_owned()),
+            ("sidejoin.source.partition", msg.partition().to_string()),
+            ("sidejoin.source.offset", msg.offset().to_string()),
+            ("sidejoin.source.side", side.name().to_owned()),
+        ];
+        for (key, value) in &info {
+            headers = headers.insert(Header {
+                key,
+                value: Some(value.as_bytes()),
+            });
+        }
+        let mut record: BaseRecord<'_, [u8], [u8], usize> =
+            BaseRecord::with_opaque_to(&self.dlq_topic, checkpoint as usize)
+                .timestamp(timestamp)
+                .headers(headers);
+        if let Some(k) = msg.key() {
+            record = record.key(k);
+        }
+        if let Some(v) = msg.payload() {
+            record = record.payload(v);
+        }
+        self.send(record, checkpoint)
+    }
+}
