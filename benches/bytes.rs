@@ -3,6 +3,8 @@
 //! of `support/kafka_workload.rs` (a primary-key left join, a multiset inner join with fan-out, an
 //! interval left join). `SIDEJOIN_BENCH_RECORDS` sets the record count (default 1,000,000).
 
+use std::borrow::Cow;
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
 /// The allocator of the `sidejoin` binary, so the numbers are the binary's.
@@ -38,11 +40,16 @@ fn bytes_to_bytes(c: &mut Criterion) {
                 b.iter_batched(
                     || {
                         let dir = tempfile::tempdir().expect("temp dir");
-                        let p = drive::processor(&config, store, dir.path());
+                        let p = drive::processor(
+                            &config,
+                            store,
+                            dir.path(),
+                            sidejoin::store::StoreOptions::default(),
+                        );
                         (dir, p)
                     },
                     |(dir, mut p)| {
-                        drive::run(p.as_mut(), &input);
+                        drive::run(p.as_mut(), input.iter().map(Cow::Borrowed), |_| {});
                         (dir, p)
                     },
                     BatchSize::PerIteration,

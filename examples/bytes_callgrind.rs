@@ -5,7 +5,12 @@
 //!         $CARGO_TARGET_DIR/release/examples/bytes_callgrind pk_left memory 200000
 //!
 //! Instructions per record = the collected total / the input records it prints. Workloads:
-//! `pk_left`, `fanout_inner`, `interval_left`; stores: `memory`, `rocksdb`.
+//! `pk_left`, `fanout_inner`, `interval_left`; stores: `memory`, `rocksdb`. A fourth argument
+//! sets the key count (default records / 10); then records are made one at a time instead of up
+//! front, so the peak RSS printed is the join's own (10M rows: `pk_left memory 10000000
+//! 5000000`). `SIDEJOIN_STATE_CACHE_MB` and `SIDEJOIN_STATE_BLOCK_CACHE_MB` size the RocksDB
+//! store; records/s is printed every million records (does throughput stay flat as state
+//! grows?).
 
 /// The allocator of the `sidejoin` binary, so the numbers are the binary's.
 #[global_allocator]
@@ -15,6 +20,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod drive;
 #[path = "../benches/support/kafka_workload.rs"]
 mod kafka_workload;
+
+use std::borrow::Cow;
 
 use drive::Store;
 use kafka_workload::Workload;
@@ -30,15 +37,54 @@ fn main() {
         _ => Store::Memory,
     };
     let n: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(200_000);
-    let records = workload.records(n);
+    let keys: Option<u64> = args.get(4).and_then(|a| a.parse().ok());
+    let mb = |var: &str, default: usize| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let options = sidejoin::store::StoreOptions {
+        block_cache_mb: mb("SIDEJOIN_STATE_BLOCK_CACHE_MB", 128),
+        write_buffer_mb: 64,
+        cache_mb: mb("SIDEJOIN_STATE_CACHE_MB", 128),
+    };
     let config = workload.config();
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut p = drive::processor(&config, store, dir.path());
-    let started = std::time::Instant::now();
-    let (outputs, bytes) = drive::run(p.as_mut(), &records);
+    let mut p = drive::processor(&config, store, dir.path(), options);
+    let mut last = std::time::Instant::now();
+    let progress = |done: usize| {
+        let now = std::time::Instant::now();
+        eprintln!(
+            "  {done} records: {:.0} records/s over the last million",
+            1e6 / (now - last).as_secs_f64()
+        );
+        last = now;
+    };
+    let (started, (outputs, bytes)) = match keys {
+        Some(keys) => {
+            let started = std::time::Instant::now();
+            let r = drive::run(p.as_mut(), workload.stream(n, keys).map(Cow::Owned), progress);
+            (started, r)
+        }
+        None => {
+            let records = workload.records(n);
+            let started = std::time::Instant::now();
+            let r = drive::run(p.as_mut(), records.iter().map(Cow::Borrowed), progress);
+            (started, r)
+        }
+    };
     let secs = started.elapsed().as_secs_f64();
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+        })
+        .map_or(0.0, |kb| kb / 1024.0);
     println!(
-        "{} on {}: {n} input records, {outputs} output records ({bytes} bytes) in {secs:.2}s = {:.0} records/s",
+        "{} on {}: {n} input records, {outputs} output records ({bytes} bytes) in {secs:.2}s = {:.0} records/s, peak RSS {rss:.0} MiB",
         workload.name(),
         store.name(),
         n as f64 / secs

@@ -33,16 +33,17 @@ impl Store {
     }
 }
 
-/// A processor over a fresh store (RocksDB in `dir`), assigned partitions 0 and 1.
-pub fn processor(config: &Config, store: Store, dir: &std::path::Path) -> Box<dyn Processor> {
+/// A processor over a fresh store (RocksDB in `dir`, with `options`), assigned partitions 0
+/// and 1.
+pub fn processor(
+    config: &Config,
+    store: Store,
+    dir: &std::path::Path,
+    options: StoreOptions,
+) -> Box<dyn Processor> {
     let mut p: Box<dyn Processor> = match store {
         Store::Memory => Box::new(JoinProcessor::new(config, MemoryState::new())),
         Store::Rocks => {
-            let options = StoreOptions {
-                block_cache_mb: 128,
-                cache_mb: 128,
-                write_buffer_mb: 64,
-            };
             let state = RocksState::open(dir, &options).expect("open RocksDB");
             Box::new(JoinProcessor::new(config, state))
         }
@@ -51,14 +52,19 @@ pub fn processor(config: &Config, store: Store, dir: &std::path::Path) -> Box<dy
     p
 }
 
-/// Feeds every record; returns the number of output records and their total bytes.
+/// Feeds every record; returns the number of output records and their total bytes. `progress`
+/// is called after every million records.
 #[inline(never)]
-pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
+pub fn run<'a>(
+    p: &mut dyn Processor,
+    records: impl IntoIterator<Item = std::borrow::Cow<'a, KafkaRecord>>,
+    mut progress: impl FnMut(usize),
+) -> (usize, usize) {
     let mut out = Records::default();
     let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
     let (mut count, mut bytes) = (0, 0);
     let mut previous = None;
-    for (i, r) in records.iter().enumerate() {
+    for (i, r) in records.into_iter().enumerate() {
         let rec = InRecord {
             side: r.side,
             partition: r.partition,
@@ -72,6 +78,9 @@ pub fn run(p: &mut dyn Processor, records: &[KafkaRecord]) -> (usize, usize) {
         black_box(&out.bytes);
         out.clear();
         offsets.insert((r.side.name().to_owned(), r.partition), i as i64 + 1);
+        if (i + 1) % 1_000_000 == 0 {
+            progress(i + 1);
+        }
         if (i + 1) % CHECKPOINT_EVERY == 0 {
             // As the run loop does: seal now, persist the previous checkpoint (its outputs
             // would be acknowledged by then).

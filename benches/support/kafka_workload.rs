@@ -50,13 +50,18 @@ impl Workload {
         Workload::ALL.into_iter().find(|w| w.name() == s)
     }
 
-    /// `n` records; key counts scale with `n` as in the figures.
+    /// `n` records over `n / 10` keys (as in the figures).
     pub fn records(self, n: u64) -> Vec<KafkaRecord> {
-        match self {
-            Workload::PkLeft => pk_records(n, (n / 10).max(1)),
-            Workload::FanoutInner => fanout_records(n, (n / 10).max(1)),
-            Workload::IntervalLeft => interval_records(n, (n / 10).max(1)),
-        }
+        self.stream(n, (n / 10).max(1)).collect()
+    }
+
+    /// `n` records over `keys` keys, made one at a time (for runs too big to hold the input).
+    pub fn stream(self, n: u64, keys: u64) -> impl Iterator<Item = KafkaRecord> {
+        (0..n).map(move |i| match self {
+            Workload::PkLeft => pk_record(i, keys),
+            Workload::FanoutInner => fanout_record(i, keys),
+            Workload::IntervalLeft => interval_record(i, keys),
+        })
     }
 
     pub fn config(self) -> Config {
@@ -135,37 +140,25 @@ fn record(side: Side, id: u64, i: u64, partitions: u64) -> KafkaRecord {
 
 /// The Kafka bench's records (`examples/bench_produce.rs`): left ids in order, right ids
 /// scattered by a multiplicative permutation.
-pub fn pk_records(n: u64, keys: u64) -> Vec<KafkaRecord> {
-    (0..n)
-        .map(|i| {
-            let step = i / 2;
-            if i % 2 == 0 {
-                record(Side::Left, step % keys, i, 2)
-            } else {
-                let id = (step.wrapping_mul(1_000_003) + 12_345) % keys;
-                record(Side::Right, id, i, 2)
-            }
-        })
-        .collect()
+fn pk_record(i: u64, keys: u64) -> KafkaRecord {
+    let step = i / 2;
+    if i % 2 == 0 {
+        record(Side::Left, step % keys, i, 2)
+    } else {
+        let id = (step.wrapping_mul(1_000_003) + 12_345) % keys;
+        record(Side::Right, id, i, 2)
+    }
 }
 
 /// Multiset rows: every key gets `n / keys / 2` rows per side, interleaved.
-pub fn fanout_records(n: u64, keys: u64) -> Vec<KafkaRecord> {
-    (0..n)
-        .map(|i| {
-            let side = if i % 2 == 0 { Side::Left } else { Side::Right };
-            let id = (i / 2).wrapping_mul(2_654_435_761) % keys;
-            record(side, id, i, 2)
-        })
-        .collect()
+fn fanout_record(i: u64, keys: u64) -> KafkaRecord {
+    let side = if i % 2 == 0 { Side::Left } else { Side::Right };
+    let id = (i / 2).wrapping_mul(2_654_435_761) % keys;
+    record(side, id, i, 2)
 }
 
 /// Rows 1 ms apart, alternating sides, the same key on both sides close in time.
-pub fn interval_records(n: u64, keys: u64) -> Vec<KafkaRecord> {
-    (0..n)
-        .map(|i| {
-            let side = if i % 2 == 0 { Side::Left } else { Side::Right };
-            record(side, (i / 2) % keys, i, 2)
-        })
-        .collect()
+fn interval_record(i: u64, keys: u64) -> KafkaRecord {
+    let side = if i % 2 == 0 { Side::Left } else { Side::Right };
+    record(side, (i / 2) % keys, i, 2)
 }

@@ -86,7 +86,8 @@ impl Loop<'_> {
         Ok(())
     }
 
-    fn handle(&mut self, msg: &BorrowedMessage<'_>) -> Result<(), RunError> {
+    /// Handles one record at processing time `now` (epoch ms).
+    fn handle(&mut self, msg: &BorrowedMessage<'_>, now: i64) -> Result<(), RunError> {
         let Some(side) = self.side_of(msg.topic()) else {
             return Ok(());
         };
@@ -99,7 +100,6 @@ impl Loop<'_> {
             self.checkpoints.consumed(side, partition, offset);
             return Ok(());
         }
-        let now = now_ms();
         let timestamp = msg.timestamp().to_millis().unwrap_or(now);
         let rec = InRecord {
             side,
@@ -282,14 +282,19 @@ impl Loop<'_> {
         wait: Duration,
     ) -> Result<usize, RunError> {
         let started = Instant::now();
+        // Processing time, read once per batch: it only drives max-wait and idle timeouts.
+        let mut now = now_ms();
         let mut n = 0;
         while n < POLL_BATCH {
             let timeout = if n == 0 { wait } else { Duration::ZERO };
             match consumer.poll(timeout) {
                 Some(Ok(msg)) => {
-                    self.handle(&msg)?;
+                    if n == 0 {
+                        now = now_ms();
+                    }
+                    self.handle(&msg, now)?;
                     n += 1;
-                    if started.elapsed() >= POLL_TIME {
+                    if n % 64 == 0 && started.elapsed() >= POLL_TIME {
                         break;
                     }
                 }

@@ -90,19 +90,10 @@ impl Cache {
 
     /// Records what RocksDB holds for `(group, item)` now (read from it, or just persisted).
     pub fn note(&mut self, group: &[u8], item: &[u8], value: Option<StateValue>) {
-        if !self.lru.contains(group) {
-            let overhead = group.len() + 64;
-            self.lru.put(
-                Key::from_slice(group),
-                Cached {
-                    weight: overhead,
-                    ..Cached::default()
-                },
-            );
-            self.weight += overhead;
-        }
-        let c = self.lru.get_mut(group).expect("just ensured");
+        let c = self.lru.get_or_insert_mut(Key::from_slice(group), Cached::default);
         let before = c.weight;
+        // A new group's own bookkeeping.
+        let overhead = if before == 0 { group.len() + 64 } else { 0 };
         let (old, added) = if value.is_none() && c.complete {
             // A complete group says "absent" by not holding the item.
             (c.items.delete(item), 0)
@@ -111,7 +102,7 @@ impl Cache {
             (c.items.put(item, value), added)
         };
         let removed = old.map_or(0, |o| item_weight(item, &o));
-        c.weight = (c.weight + added).saturating_sub(removed);
+        c.weight = (c.weight + overhead + added).saturating_sub(removed);
         self.weight = (self.weight + c.weight).saturating_sub(before);
     }
 
