@@ -64,7 +64,11 @@ fn main() {
     let (started, (outputs, bytes)) = match keys {
         Some(keys) => {
             let started = std::time::Instant::now();
-            let r = drive::run(p.as_mut(), workload.stream(n, keys).map(Cow::Owned), progress);
+            let r = drive::run(
+                p.as_mut(),
+                workload.stream(n, keys).map(Cow::Owned),
+                progress,
+            );
             (started, r)
         }
         None => {
@@ -78,9 +82,11 @@ fn main() {
     let rss = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<f64>().ok())
+            })
         })
         .map_or(0.0, |kb| kb / 1024.0);
     println!(

@@ -90,7 +90,9 @@ impl Cache {
 
     /// Records what RocksDB holds for `(group, item)` now (read from it, or just persisted).
     pub fn note(&mut self, group: &[u8], item: &[u8], value: Option<StateValue>) {
-        let c = self.lru.get_or_insert_mut(Key::from_slice(group), Cached::default);
+        let c = self
+            .lru
+            .get_or_insert_mut(Key::from_slice(group), Cached::default);
         let before = c.weight;
         // A new group's own bookkeeping.
         let overhead = if before == 0 { group.len() + 64 } else { 0 };
