@@ -33,8 +33,9 @@ pub enum Mode {
 }
 
 /// Librdkafka properties sidejoin sets itself (SPEC §9).
-pub const OWNED_KAFKA_PROPERTIES: [&str; 6] = [
+pub const OWNED_KAFKA_PROPERTIES: [&str; 7] = [
     "group.id",
+    "group.instance.id",
     "enable.auto.commit",
     "enable.auto.offset.store",
     "isolation.level",
@@ -146,6 +147,20 @@ fn http_addr(p: &mut Problems, raw: &RawConfig) -> SocketAddr {
     .unwrap_or(default)
 }
 
+/// A static group member's id (`group.instance.id`): what Kafka accepts for it, 1–249 of
+/// `[A-Za-z0-9._-]` (a Kubernetes pod name is one).
+fn parse_instance_id(v: &str) -> Result<String, ConfigError> {
+    let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if v.is_empty() || v.len() > 249 || !v.chars().all(legal) {
+        return Err(ConfigError::new(
+            "SIDEJOIN_INSTANCE_ID",
+            Some(v),
+            "expected 1 to 249 characters of A-Z, a-z, 0-9, '.', '_' and '-' (e.g. the pod name)",
+        ));
+    }
+    Ok(v.to_owned())
+}
+
 fn kafka_properties(
     p: &mut Problems,
     props: Vec<(String, String, String)>,
@@ -226,6 +241,7 @@ pub fn load(
             .clone()
             .unwrap_or_else(|| format!("{application_id}.dlq")),
         application_id,
+        instance_id: opt(&mut p, &raw.instance_id, parse_instance_id),
         properties: kafka_properties(&mut p, kafka),
         guarantee: opt(&mut p, &raw.processing_guarantee, |v| {
             parse_enum(
@@ -325,6 +341,23 @@ mod tests {
         assert_eq!(c.kafka.dlq_topic, "sidejoin.dlq");
         assert_eq!(c.process.http_addr.port(), 9464);
         assert_eq!(c.output.key[0].name, "id");
+    }
+
+    #[test]
+    fn instance_id_takes_what_kafka_accepts() {
+        let base = [("SIDEJOIN_LEFT_KEY", "id"), ("SIDEJOIN_RIGHT_KEY", "id")];
+        let with = |id: &str| load_vars(&[base[0], base[1], ("SIDEJOIN_INSTANCE_ID", id)]);
+        let c = with("sidejoin-0").unwrap();
+        assert_eq!(c.kafka.instance_id.as_deref(), Some("sidejoin-0"));
+        assert_eq!(load_vars(&base).unwrap().kafka.instance_id, None);
+        for bad in ["", "pod/0", "a b", &"x".repeat(250)] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e.0[0].var, "SIDEJOIN_INSTANCE_ID", "{bad:?}");
+            assert!(e.0[0].message.contains("1 to 249 characters"), "{}", e.0[0]);
+        }
+        let e =
+            load_vars(&[base[0], base[1], ("SIDEJOIN_KAFKA_GROUP_INSTANCE_ID", "x")]).unwrap_err();
+        assert_eq!(e.0[0].var, "SIDEJOIN_KAFKA_GROUP_INSTANCE_ID");
     }
 
     #[test]

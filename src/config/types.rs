@@ -239,6 +239,8 @@ pub enum LogFormat {
 pub struct KafkaSpec {
     pub bootstrap_servers: Option<String>,
     pub application_id: String,
+    /// `group.instance.id` of this instance (static membership), from `SIDEJOIN_INSTANCE_ID`.
+    pub instance_id: Option<String>,
     /// librdkafka properties from `SIDEJOIN_KAFKA_*`: `(property, value)`. Values may be secret.
     pub properties: Vec<(String, String)>,
     pub guarantee: Guarantee,

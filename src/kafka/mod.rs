@@ -40,9 +40,14 @@ const CONSUMER_DEFAULTS: [(&str, &str); 2] = [
 ];
 
 /// The group consumer of both input topics: range assignment (partition i of both topics on one
-/// member), manual offset storage and commits, read_committed.
+/// member), manual offset storage and commits, read_committed; a static member when
+/// `SIDEJOIN_INSTANCE_ID` is set (a restart within the session timeout gets its partitions back
+/// without a rebalance, as Kafka Streams' `group.instance.id`).
 pub fn consumer_config(cfg: &Config) -> ClientConfig {
     let mut c = common(cfg, "consumer", &CONSUMER_DEFAULTS);
+    if let Some(id) = &cfg.kafka.instance_id {
+        c.set("group.instance.id", id);
+    }
     c.set("group.id", &cfg.kafka.application_id)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")

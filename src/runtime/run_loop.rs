@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
@@ -299,6 +300,14 @@ impl Loop<'_> {
                     }
                 }
                 Some(Err(e)) => {
+                    if let Some((code, reason)) = consumer.client().fatal_error() {
+                        let hint = if code == RDKafkaErrorCode::FencedInstanceId {
+                            " (another running instance has the same SIDEJOIN_INSTANCE_ID)"
+                        } else {
+                            ""
+                        };
+                        return Err(RunError::ConsumerFatal(format!("{code:?}: {reason}{hint}")));
+                    }
                     tracing::warn!("consume error: {e}");
                     break;
                 }
