@@ -113,11 +113,14 @@ fn kill_nine_three_times_then_the_output_equals_replay() {
     // Small fetches keep both topics' partitions progressing together (librdkafka would
     // otherwise hand over one topic's backlog first).
     env.push((
-        "SIDEJOIN_KAFKA_MAX_PARTITION_FETCH_BYTES".into(),
+        "SIDEJOIN_KAFKA_CONSUMER_MAX_PARTITION_FETCH_BYTES".into(),
         "16384".into(),
     ));
     // A killed member leaves the group only when its session times out.
-    env.push(("SIDEJOIN_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()));
+    env.push((
+        "SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS".into(),
+        "6000".into(),
+    ));
     // Random kill moments; the seed is printed so a failure can be replayed.
     let mut seed = std::env::var("CRASH_SEED")
         .ok()

@@ -161,21 +161,40 @@ fn parse_instance_id(v: &str) -> Result<String, ConfigError> {
     Ok(v.to_owned())
 }
 
-fn kafka_properties(
-    p: &mut Problems,
-    props: Vec<(String, String, String)>,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+/// Passthrough properties: `(every client, consumer only, producer only)`. A property that
+/// starts with `consumer.` or `producer.` (`SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS`) is for
+/// that client alone; librdkafka has no property of its own with either prefix.
+type KafkaProperties = (
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+);
+
+fn kafka_properties(p: &mut Problems, props: Vec<(String, String, String)>) -> KafkaProperties {
+    let mut out: KafkaProperties = Default::default();
     for (prop, value, name) in props {
-        if OWNED_KAFKA_PROPERTIES.contains(&prop.as_str()) {
+        let (list, bare) = if let Some(bare) = prop.strip_prefix("consumer.") {
+            (&mut out.1, bare)
+        } else if let Some(bare) = prop.strip_prefix("producer.") {
+            (&mut out.2, bare)
+        } else {
+            (&mut out.0, prop.as_str())
+        };
+        if bare.is_empty() {
+            p.add(
+                &name,
+                None,
+                "expected SIDEJOIN_KAFKA_CONSUMER_<PROPERTY> or SIDEJOIN_KAFKA_PRODUCER_<PROPERTY>",
+            );
+        } else if OWNED_KAFKA_PROPERTIES.contains(&bare) {
             // The value is not echoed: passthrough values may be secrets.
             p.add(
                 &name,
                 None,
-                format!("`{prop}` is set by sidejoin itself and cannot be overridden"),
+                format!("`{bare}` is set by sidejoin itself and cannot be overridden"),
             );
         } else {
-            out.push((prop, value));
+            list.push((bare.to_owned(), value));
         }
     }
     out
@@ -234,6 +253,7 @@ pub fn load(
         .application_id
         .clone()
         .unwrap_or_else(|| "sidejoin".to_owned());
+    let (properties, consumer_properties, producer_properties) = kafka_properties(&mut p, kafka);
     let kafka = KafkaSpec {
         bootstrap_servers: raw.bootstrap_servers.clone(),
         dlq_topic: raw
@@ -242,7 +262,9 @@ pub fn load(
             .unwrap_or_else(|| format!("{application_id}.dlq")),
         application_id,
         instance_id: opt(&mut p, &raw.instance_id, parse_instance_id),
-        properties: kafka_properties(&mut p, kafka),
+        properties,
+        consumer_properties,
+        producer_properties,
         guarantee: opt(&mut p, &raw.processing_guarantee, |v| {
             parse_enum(
                 "SIDEJOIN_PROCESSING_GUARANTEE",
@@ -358,6 +380,52 @@ mod tests {
         let e =
             load_vars(&[base[0], base[1], ("SIDEJOIN_KAFKA_GROUP_INSTANCE_ID", "x")]).unwrap_err();
         assert_eq!(e.0[0].var, "SIDEJOIN_KAFKA_GROUP_INSTANCE_ID");
+    }
+
+    #[test]
+    fn kafka_properties_for_one_client_are_apart() {
+        let c = load_vars(&[
+            ("SIDEJOIN_LEFT_KEY", "id"),
+            ("SIDEJOIN_RIGHT_KEY", "id"),
+            ("SIDEJOIN_KAFKA_SECURITY_PROTOCOL", "ssl"),
+            ("SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS", "6000"),
+            ("SIDEJOIN_KAFKA_PRODUCER_COMPRESSION_TYPE", "lz4"),
+        ])
+        .unwrap();
+        let pairs = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(pairs(&c.kafka.properties), ["security.protocol=ssl"]);
+        assert_eq!(
+            pairs(&c.kafka.consumer_properties),
+            ["session.timeout.ms=6000"]
+        );
+        assert_eq!(
+            pairs(&c.kafka.producer_properties),
+            ["compression.type=lz4"]
+        );
+        for (var, problem) in [
+            ("SIDEJOIN_KAFKA_CONSUMER_GROUP_ID", "set by sidejoin itself"),
+            (
+                "SIDEJOIN_KAFKA_PRODUCER_TRANSACTIONAL_ID",
+                "set by sidejoin itself",
+            ),
+            (
+                "SIDEJOIN_KAFKA_CONSUMER_",
+                "SIDEJOIN_KAFKA_CONSUMER_<PROPERTY>",
+            ),
+        ] {
+            let e = load_vars(&[
+                ("SIDEJOIN_LEFT_KEY", "id"),
+                ("SIDEJOIN_RIGHT_KEY", "id"),
+                (var, "x"),
+            ])
+            .unwrap_err();
+            assert_eq!(e.0[0].var, var);
+            assert!(e.0[0].message.contains(problem), "{}", e.0[0]);
+        }
     }
 
     #[test]

@@ -241,8 +241,13 @@ pub struct KafkaSpec {
     pub application_id: String,
     /// `group.instance.id` of this instance (static membership), from `SIDEJOIN_INSTANCE_ID`.
     pub instance_id: Option<String>,
-    /// librdkafka properties from `SIDEJOIN_KAFKA_*`: `(property, value)`. Values may be secret.
+    /// librdkafka properties from `SIDEJOIN_KAFKA_*`: `(property, value)`, for every client.
+    /// Values may be secret.
     pub properties: Vec<(String, String)>,
+    /// From `SIDEJOIN_KAFKA_CONSUMER_*`: the consumer only, after `properties`.
+    pub consumer_properties: Vec<(String, String)>,
+    /// From `SIDEJOIN_KAFKA_PRODUCER_*`: the producer only, after `properties`.
+    pub producer_properties: Vec<(String, String)>,
     pub guarantee: Guarantee,
     pub commit_interval_ms: i64,
     pub auto_offset_reset: OffsetReset,
