@@ -5,14 +5,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::kafka::{self, Sidejoin};
-use serde_json::{json, Value};
-use sidejoin::config::{self, Mode};
-use sidejoin::engine::MemoryState;
-use sidejoin::replay::{self, ReplayOptions};
+use common::upsert;
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(180);
 /// Large enough that a fast run is still mid-input when it is stopped.
@@ -69,19 +66,6 @@ fn join_env() -> Vec<(String, String)> {
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect()
-}
-
-/// Folds upsert records into a table: key → last value, tombstones removing the key.
-fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
-    let mut table = BTreeMap::new();
-    for (k, v) in records {
-        if v.is_null() {
-            table.remove(&k.to_string());
-        } else {
-            table.insert(k.to_string(), v);
-        }
-    }
-    table
 }
 
 fn consumed(app: &str, left: &str, right: &str) -> i64 {
@@ -184,46 +168,11 @@ fn kill_nine_three_times_then_the_output_equals_replay() {
         .sum();
     assert_eq!(ends, TOTAL as i64);
     // Replay of every record, in production order.
-    let lines: Vec<String> = all
+    let replayed: Vec<_> = all
         .iter()
-        .map(|(l, _, v, ts)| {
-            json!({"side": if *l { "left" } else { "right" }, "key": null, "value": serde_json::from_str::<Value>(v).unwrap(), "timestamp": ts})
-                .to_string()
-        })
+        .map(|(l, _, v, ts)| (*l, v.clone(), *ts))
         .collect();
-    let cfg = config::load(env.clone(), Mode::Replay).unwrap();
-    let (mut o, mut e) = (Vec::new(), Vec::new());
-    let input = lines.join("\n");
-    replay::replay(
-        &cfg,
-        MemoryState::new(),
-        input.as_bytes(),
-        &mut o,
-        &mut e,
-        ReplayOptions { records: true },
-    )
-    .unwrap();
-    let want = fold(String::from_utf8(o).unwrap().lines().map(|l| {
-        let v: Value = serde_json::from_str(l).unwrap();
-        (v["key"].clone(), v["value"].clone())
-    }));
+    let want = upsert::replay_table(&env, &replayed);
     assert_eq!(want.len(), 10_000, "every left id is in the left join");
-    // The output topic may still be growing: read until its table equals replay's.
-    loop {
-        let got = fold(
-            kafka::read_to_end(&out, WAIT)
-                .iter()
-                .map(|r| (r.key_json(), r.value_json())),
-        );
-        if got == want {
-            break;
-        }
-        let differing = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
-        assert!(
-            Instant::now() < deadline,
-            "the upsert table differs from replay: {differing} of {} keys differ, {} keys in the topic",
-            want.len(),
-            got.len()
-        );
-    }
+    upsert::wait_for_table(&out, &want, deadline);
 }

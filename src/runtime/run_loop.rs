@@ -208,12 +208,25 @@ impl Loop<'_> {
     fn apply_assignments(&mut self, consumer: &BaseConsumer<JoinContext>) -> Result<(), RunError> {
         while let Ok(event) = self.events.try_recv() {
             match event {
-                Assignment::Revoked(list) => {
-                    tracing::info!("partitions revoked: {list:?}");
-                    // Persist what was done for them while their offsets can still be committed.
-                    self.drain(consumer, CommitMode::Sync)?;
-                    for p in &list {
-                        self.assigned.remove(p);
+                Assignment::Revoked { partitions, lost } => {
+                    if lost {
+                        // Committing would only wait for a coordinator that no longer counts
+                        // this member: persist locally (the state carries its offsets, so a
+                        // later owner of this volume resumes exactly), commit nothing.
+                        tracing::warn!(
+                            "partitions lost (the group gave them away): {partitions:?}"
+                        );
+                        for p in &partitions {
+                            self.assigned.remove(p);
+                        }
+                        self.drain(consumer, CommitMode::Async)?;
+                    } else {
+                        tracing::info!("partitions revoked: {partitions:?}");
+                        // Persist what was done for them while their offsets can be committed.
+                        self.drain(consumer, CommitMode::Sync)?;
+                        for p in &partitions {
+                            self.assigned.remove(p);
+                        }
                     }
                 }
                 Assignment::Assigned(list) => {
