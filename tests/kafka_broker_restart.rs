@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use common::kafka::{self, Sidejoin};
 use common::upsert;
-use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(180);
 const TOTAL: u64 = 60_000;
@@ -28,17 +27,9 @@ fn records(t0: i64) -> Vec<(bool, String, String, i64)> {
             let ts = t0 + i as i64;
             if i % 3 == 0 {
                 let id = (i / 3 * 7_919) % 6_000;
-                let k = id % 2_000;
-                let v = json!({"id": id, "k": k, "v": i}).to_string();
-                (true, k.to_string(), v, ts)
+                upsert::left_row(id, id % 2_000, i, ts)
             } else {
-                let k = (i * 104_729) % 2_000;
-                (
-                    false,
-                    k.to_string(),
-                    json!({"k": k, "w": i}).to_string(),
-                    ts,
-                )
+                upsert::right_row((i * 104_729) % 2_000, i, ts)
             }
         })
         .collect()
@@ -68,21 +59,10 @@ fn produce(left: &str, right: &str, records: &[(bool, String, String, i64)]) {
 fn a_broker_outage_mid_run_loses_nothing() {
     let (left, right, out) = kafka::join_topics("outage", [2, 2, 2]);
     let app = kafka::unique("outage-app");
-    let mut env = kafka::base_env(&app, &left, &right, &out);
-    for (k, v) in [
-        ("SIDEJOIN_JOIN_TYPE", "left"),
-        ("SIDEJOIN_LEFT_KEY", "k"),
-        ("SIDEJOIN_RIGHT_KEY", "k"),
-        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
-        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
-        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
-        (
-            "SIDEJOIN_SELECT",
-            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
-        ),
-    ] {
-        env.push((k.into(), v.into()));
-    }
+    let env = kafka::with(
+        kafka::base_env(&app, &left, &right, &out),
+        &upsert::left_join_env(),
+    );
     let all = records(kafka::now_ms());
     let (before, after) = all.split_at(all.len() / 2);
     produce(&left, &right, before);

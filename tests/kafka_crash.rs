@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use common::kafka::{self, Sidejoin};
 use common::upsert;
-use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(180);
 /// Large enough that a fast run is still mid-input when it is stopped.
@@ -30,42 +29,12 @@ fn records(t0: i64) -> Vec<(bool, String, String, i64)> {
                 } else {
                     (i * 7_919) % 10_000
                 };
-                let k = id % 5_000;
-                (
-                    true,
-                    k.to_string(),
-                    json!({"id": id, "k": k, "v": i}).to_string(),
-                    ts,
-                )
+                upsert::left_row(id, id % 5_000, i, ts)
             } else {
-                let k = (i * 104_729) % 5_000;
-                (
-                    false,
-                    k.to_string(),
-                    json!({"k": k, "w": i}).to_string(),
-                    ts,
-                )
+                upsert::right_row((i * 104_729) % 5_000, i, ts)
             }
         })
         .collect()
-}
-
-fn join_env() -> Vec<(String, String)> {
-    [
-        ("SIDEJOIN_JOIN_TYPE", "left"),
-        ("SIDEJOIN_LEFT_KEY", "k"),
-        ("SIDEJOIN_RIGHT_KEY", "k"),
-        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
-        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
-        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
-        (
-            "SIDEJOIN_SELECT",
-            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
-        ),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
 }
 
 fn consumed(app: &str, left: &str, right: &str) -> i64 {
@@ -93,7 +62,10 @@ fn kill_nine_three_times_then_the_output_equals_replay() {
         .collect();
     kafka::produce_many(&kafka::producer(), &produce);
     let app = kafka::unique("crash-app");
-    let mut env = kafka::with(kafka::base_env(&app, &left, &right, &out), &join_env());
+    let mut env = kafka::with(
+        kafka::base_env(&app, &left, &right, &out),
+        &upsert::left_join_env(),
+    );
     // Small fetches keep both topics' partitions progressing together (librdkafka would
     // otherwise hand over one topic's backlog first).
     env.push((

@@ -11,6 +11,42 @@ use sidejoin::replay::{self, ReplayOptions};
 
 use super::kafka;
 
+/// The join both crash-style tests run: left rows `{id, k, v}` (primary key id) left-joined on k
+/// with right rows `{k, w}` (primary key k), upsert output keyed by id.
+pub fn left_join_env() -> Vec<(String, String)> {
+    [
+        ("SIDEJOIN_JOIN_TYPE", "left"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
+        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
+        (
+            "SIDEJOIN_SELECT",
+            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
+        ),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// A left record of `left_join_env`'s join, keyed by k: `(left?, key, value, timestamp)`.
+pub fn left_row(id: u64, k: u64, v: u64, ts: i64) -> (bool, String, String, i64) {
+    let value = json!({"id": id, "k": k, "v": v}).to_string();
+    (true, k.to_string(), value, ts)
+}
+
+/// A right record of `left_join_env`'s join, keyed by k.
+pub fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
+    (
+        false,
+        k.to_string(),
+        json!({"k": k, "w": w}).to_string(),
+        ts,
+    )
+}
+
 /// Folds upsert records into a table: key → last value, tombstones removing the key.
 pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
     let mut table = BTreeMap::new();
