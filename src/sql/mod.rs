@@ -149,10 +149,10 @@ fn apply_hints(
                     let v = v.to_ascii_lowercase();
                     match k.as_str() {
                         "allows.generated-retracts" => {
-                            s.set("ALLOW_GENERATED_RETRACTS", v, *at, &text)?
+                            s.set("ALLOW_GENERATED_RETRACTS", v, h.at, &text)?
                         }
-                        "duplicate.left" => s.set("DEDUP_LEFT", v, *at, &text)?,
-                        "duplicate.right" => s.set("DEDUP_RIGHT", v, *at, &text)?,
+                        "duplicate.left" => s.set("DEDUP_LEFT", v, h.at, &text)?,
+                        "duplicate.right" => s.set("DEDUP_RIGHT", v, h.at, &text)?,
                         _ => {
                             let joins = |w: &Option<String>| {
                                 w.as_deref().is_some_and(|w| {
@@ -193,7 +193,7 @@ fn apply_hints(
                     return Err(SqlError::new(h.at, &text, "BROADCAST takes a table name"));
                 };
                 let side = side_named(inputs, n, h, *at)?;
-                s.set("BROADCAST", side.name(), *at, &text)?;
+                s.set("BROADCAST", side.name(), h.at, &text)?;
             }
             "HASH_BY_KEY" => {
                 for (arg, at) in &h.args {
@@ -209,7 +209,7 @@ fn apply_hints(
                     s.set(
                         &format!("{}_HASH_BY", side.var()),
                         cols.join(","),
-                        *at,
+                        h.at,
                         &text,
                     )?;
                 }
@@ -234,7 +234,7 @@ fn apply_hints(
                     s.set(
                         &format!("{}_STATE_TTL", side.var()),
                         time::env_duration(ms),
-                        *at,
+                        h.at,
                         &text,
                     )?;
                 }
