@@ -28,7 +28,10 @@ fn refused(query: &str, column: u64, construct: &str, why: &str) {
     let at = format!("line 3, column {column}: `{construct}`");
     assert!(e.contains(&at), "expected {at:?} in:\n{e}");
     assert!(e.contains(why), "expected {why:?} in:\n{e}");
-    assert!(e.contains("SIDEJOIN_SQL"), "the error names the variable:\n{e}");
+    assert!(
+        e.contains("SIDEJOIN_SQL"),
+        "the error names the variable:\n{e}"
+    );
 }
 
 #[test]
@@ -136,12 +139,7 @@ fn using_and_cross_joins() {
         "b",
         "unsupported join kind",
     );
-    refused(
-        "SELECT a.v FROM a, b",
-        20,
-        "b",
-        "FROM a, b needs WHERE",
-    );
+    refused("SELECT a.v FROM a, b", 20, "b", "FROM a, b needs WHERE");
 }
 
 #[test]
@@ -173,7 +171,12 @@ fn a_second_query() {
         "{TABLES}SELECT a.v FROM a JOIN b ON a.id = b.id;\n  SELECT a.id FROM a JOIN b ON a.id = b.id"
     ));
     assert!(e.contains("line 4, column 3: `SELECT a.id FROM a"), "{e}");
-    assert!(e.contains("a second query: sidejoin runs one join (the first query is at line 3, column 1)"), "{e}");
+    assert!(
+        e.contains(
+            "a second query: sidejoin runs one join (the first query is at line 3, column 1)"
+        ),
+        "{e}"
+    );
 }
 
 /// Errors in the DDL point into it.
@@ -185,7 +188,8 @@ fn refused_ddl(ddl: &str, line: u64, column: u64, construct: &str, why: &str) {
     assert!(e.contains(why), "expected {why:?} in:\n{e}");
 }
 
-const B: &str = "CREATE TABLE b (id INT) WITH ('connector' = 'kafka', 'topic' = 'b', 'format' = 'json');";
+const B: &str =
+    "CREATE TABLE b (id INT) WITH ('connector' = 'kafka', 'topic' = 'b', 'format' = 'json');";
 
 #[test]
 fn ddl_constructs() {
@@ -241,7 +245,14 @@ fn an_unqualified_column_both_tables_have() {
         Mode::Replay,
     )
     .unwrap();
-    assert_eq!(c.sql_settings.iter().find(|(k, _)| k == "SIDEJOIN_SELECT").unwrap().1, "r.w");
+    assert_eq!(
+        c.sql_settings
+            .iter()
+            .find(|(k, _)| k == "SIDEJOIN_SELECT")
+            .unwrap()
+            .1,
+        "r.w"
+    );
 }
 
 #[test]
@@ -255,7 +266,10 @@ fn a_variable_that_contradicts_the_sql() {
     // The same value, in any case, is no contradiction; variables the SQL leaves alone apply.
     let c = load(
         &sql,
-        &[("SIDEJOIN_JOIN_TYPE", "LEFT"), ("SIDEJOIN_STATE_DIR", "/tmp/x")],
+        &[
+            ("SIDEJOIN_JOIN_TYPE", "LEFT"),
+            ("SIDEJOIN_STATE_DIR", "/tmp/x"),
+        ],
         Mode::Replay,
     )
     .unwrap();
@@ -290,11 +304,16 @@ fn broadcast_and_hash_by_key_hints_get_the_variables_errors() {
         let line = v.to_string();
         assert!(e.contains(&line), "{line:?} missing from:\n{e}");
     }
-    assert!(e.contains("(set by the SQL: `BROADCAST(b)` at line 3, column 12)"), "{e}");
+    assert!(
+        e.contains("(set by the SQL: `BROADCAST(b)` at line 3, column 12)"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_script_that_does_not_parse_names_the_position() {
-    let e = error_of(&format!("{TABLES}SELECT a.v FROM a JOIN b ON a.id = = b.id"));
+    let e = error_of(&format!(
+        "{TABLES}SELECT a.v FROM a JOIN b ON a.id = = b.id"
+    ));
     assert!(e.contains("line 3, column 36"), "{e}");
 }
