@@ -450,3 +450,6 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
         warnings,
     })
 }
+
+#[cfg(test)]
+mod tests;
