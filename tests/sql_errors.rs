@@ -317,3 +317,48 @@ fn a_script_that_does_not_parse_names_the_position() {
     ));
     assert!(e.contains("line 3, column 36"), "{e}");
 }
+
+#[test]
+fn seed001_broadcast_job_reads_a_hudi_table() {
+    // Seed 001's BROADCAST/HASH_BY_KEY example joins a Hudi table, which sidejoin cannot read.
+    let sql = "CREATE TABLE large_table (\n  user_id INT,\n  id INT,\n  u_name STRING,\n  PRIMARY KEY (user_id) NOT ENFORCED\n) WITH (\n 'connector' = 'hudi',\n 'path' = 'hdfs://hacluster/tmp/hudi/stream_mor',\n 'read.streaming.enabled' = 'true'\n);\n\
+CREATE TABLE small_table(\n  id INT,\n  age int\n) WITH (\n  'connector' = 'kafka',\n  'topic' = 'small_table',\n  'properties.bootstrap.servers' = 'localhost:9092',\n  'scan.startup.mode' = 'latest-offset',\n  'format' = 'csv'\n);\n\
+SELECT\n  /*+ BROADCAST(s),HASH_BY_KEY('l'='user_id') */\n  l.user_id,\n  s.id,\n  l.u_name,\n  s.age\nFROM\n  large_table l\n  JOIN small_table s ON l.id = s.id;";
+    let e = error_of(sql);
+    assert!(
+        e.contains("line 7, column 2: `'connector' = 'hudi'`: unsupported connector here (supported: kafka, upsert-kafka)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_script_given_twice_or_unreadable() {
+    let both = config::load(
+        [
+            ("SIDEJOIN_SQL".to_owned(), "SELECT 1".to_owned()),
+            ("SIDEJOIN_SQL_FILE".to_owned(), "/x.sql".to_owned()),
+        ],
+        Mode::Replay,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        both.contains("SIDEJOIN_SQL and SIDEJOIN_SQL_FILE are both set"),
+        "{both}"
+    );
+    let missing = config::load(
+        [(
+            "SIDEJOIN_SQL_FILE".to_owned(),
+            "/nonexistent/job.sql".to_owned(),
+        )],
+        Mode::Replay,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        missing.contains("SIDEJOIN_SQL_FILE=\"/nonexistent/job.sql\": cannot read the SQL file"),
+        "{missing}"
+    );
+    let empty = error_of("-- nothing but a comment\n");
+    assert!(empty.contains("nothing to run"), "{empty}");
+}

@@ -8,10 +8,13 @@
 //! queries, and its pieces (identifiers, types, expressions) read Flink's DDL (`ddl.rs`). This
 //! module only decides what the statements mean and refuses what sidejoin cannot run.
 
+mod condition;
 mod ddl;
 mod error;
 mod hints;
+mod join_hints;
 mod options;
+mod output;
 mod query;
 mod settings;
 mod time;
@@ -27,8 +30,7 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 use crate::changelog::Side;
 use ddl::{Table, TableOption};
 use error::{parser_error, Result};
-use hints::{Hint, HintArg};
-use query::Input;
+use hints::Hint;
 
 /// What a script means.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,145 +112,6 @@ fn set_statement(s: &mut Settings, tokens: &[TokenWithSpan], at: At) -> Result<(
             "unsupported setting (supported: table.exec.state.ttl, table.exec.source.idle-timeout)",
         )),
     }
-}
-
-/// The side a hint argument names (a table or an alias of the join).
-fn side_named(inputs: &[Input; 2], name: &str, hint: &Hint, at: At) -> Result<Side> {
-    Side::BOTH
-        .into_iter()
-        .find(|s| inputs[s.index()].is_called(name))
-        .ok_or_else(|| {
-            SqlError::new(
-                at,
-                hint.text(),
-                format!("`{name}` is not a table or alias of the join"),
-            )
-        })
-}
-
-/// Applies the query's hints: join options, broadcast, repartitioning, per-side TTL, and dynamic
-/// table options (which join `extra` options of the table they follow).
-fn apply_hints(
-    s: &mut Settings,
-    hints: &[Hint],
-    inputs: &[Input; 2],
-    extra: &mut [Vec<TableOption>; 2],
-) -> Result<()> {
-    for h in hints {
-        let text = h.text();
-        match h.name.as_str() {
-            "OPTIONS" => {
-                for (arg, at) in &h.args {
-                    let HintArg::Pair(k, v) = arg else {
-                        return Err(SqlError::new(
-                            *at,
-                            &text,
-                            "OPTIONS takes 'key'='value' pairs",
-                        ));
-                    };
-                    let v = v.to_ascii_lowercase();
-                    match k.as_str() {
-                        "allows.generated-retracts" => {
-                            s.set("ALLOW_GENERATED_RETRACTS", v, h.at, &text)?
-                        }
-                        "duplicate.left" => s.set("DEDUP_LEFT", v, h.at, &text)?,
-                        "duplicate.right" => s.set("DEDUP_RIGHT", v, h.at, &text)?,
-                        _ => {
-                            let joins = |w: &Option<String>| {
-                                w.as_deref().is_some_and(|w| {
-                                    [",", "JOIN", "FROM"]
-                                        .iter()
-                                        .any(|k| k.eq_ignore_ascii_case(w))
-                                })
-                            };
-                            let table = if joins(&h.before) {
-                                &h.after
-                            } else {
-                                &h.before
-                            };
-                            let side = table
-                                .as_deref()
-                                .and_then(|t| Side::BOTH.into_iter().find(|s| inputs[s.index()].is_called(t)))
-                                .ok_or_else(|| SqlError::new(*at, &text, format!(
-                                    "unknown join option `{k}` (join options: allows.generated-retracts, duplicate.left, duplicate.right); a table's dynamic options must follow the table's name"
-                                )))?;
-                            extra[side.index()].push(TableOption {
-                                key: k.clone(),
-                                value: v.clone(),
-                                at: *at,
-                            });
-                        }
-                    }
-                }
-            }
-            "BROADCAST" => {
-                if h.args.len() != 1 {
-                    return Err(SqlError::new(
-                        h.at,
-                        &text,
-                        "sidejoin broadcasts one of its two tables: BROADCAST(t)",
-                    ));
-                }
-                let (HintArg::Name(n), at) = &h.args[0] else {
-                    return Err(SqlError::new(h.at, &text, "BROADCAST takes a table name"));
-                };
-                let side = side_named(inputs, n, h, *at)?;
-                s.set("BROADCAST", side.name(), h.at, &text)?;
-            }
-            "HASH_BY_KEY" => {
-                for (arg, at) in &h.args {
-                    let HintArg::Pair(t, cols) = arg else {
-                        return Err(SqlError::new(
-                            *at,
-                            &text,
-                            "HASH_BY_KEY takes 'table'='col[, col]' pairs",
-                        ));
-                    };
-                    let side = side_named(inputs, t, h, *at)?;
-                    let cols: Vec<&str> = cols.split(',').map(str::trim).collect();
-                    s.set(
-                        &format!("{}_HASH_BY", side.var()),
-                        cols.join(","),
-                        h.at,
-                        &text,
-                    )?;
-                }
-            }
-            "STATE_TTL" => {
-                for (arg, at) in &h.args {
-                    let HintArg::Pair(t, d) = arg else {
-                        return Err(SqlError::new(
-                            *at,
-                            &text,
-                            "STATE_TTL takes 'table'='duration' pairs",
-                        ));
-                    };
-                    let side = side_named(inputs, t, h, *at)?;
-                    let ms = time::flink_duration_ms(d).ok_or_else(|| {
-                        SqlError::new(
-                            *at,
-                            &text,
-                            "expected a duration such as '1d', '12 h' or milliseconds",
-                        )
-                    })?;
-                    s.set(
-                        &format!("{}_STATE_TTL", side.var()),
-                        time::env_duration(ms),
-                        h.at,
-                        &text,
-                    )?;
-                }
-            }
-            _ => {
-                return Err(SqlError::new(
-                    h.at,
-                    &text,
-                    "unknown hint (supported: OPTIONS, BROADCAST, HASH_BY_KEY, STATE_TTL)",
-                ))
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Collected statements of the script.
@@ -407,11 +270,11 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
     let q = through_view(q, &script.views)?;
     let mut warnings = Vec::new();
     let join = query::find_join(&q.query, &script.tables)?;
-    let cond = query::condition(
+    let cond = condition::condition(
         join.condition.expect("a join has a condition"),
         &join.inputs,
     )?;
-    let select = query::projection(join.select, &join.inputs, &mut warnings)?;
+    let select = output::projection(join.select, &join.inputs, &mut warnings)?;
     if join.inputs[0].table.name == join.inputs[1].table.name {
         return Err(SqlError::new(
             join.join_at,
@@ -420,7 +283,7 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
         ));
     }
     let mut extra: [Vec<TableOption>; 2] = Default::default();
-    apply_hints(&mut s, &q.hints, &join.inputs, &mut extra)?;
+    join_hints::apply(&mut s, &q.hints, &join.inputs, &mut extra)?;
     for side in Side::BOTH {
         let mut t = join.inputs[side.index()].table.clone();
         t.options.append(&mut extra[side.index()]);
@@ -444,7 +307,7 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
         }
         None => None,
     };
-    query::settings(&mut s, &join, &cond, &select, sink_names.as_deref())?;
+    output::settings(&mut s, &join, &cond, &select, sink_names.as_deref())?;
     Ok(Translation {
         settings: s,
         warnings,
