@@ -274,6 +274,12 @@ fn a_variable_that_contradicts_the_sql() {
     )
     .unwrap();
     assert_eq!(c.process.state_dir.to_str(), Some("/tmp/x"));
+    // Topics are case-sensitive: another case is another topic.
+    let e = load(&sql, &[("SIDEJOIN_LEFT_TOPIC", "A")], Mode::Replay).unwrap_err();
+    assert!(
+        e.contains("SIDEJOIN_LEFT_TOPIC=\"A\": contradicts SIDEJOIN_SQL: `'topic' = 'a'` at line 1, column 80"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -15,9 +15,28 @@ fn one(var: &str, value: Option<&str>, message: impl Into<String>) -> ConfigErro
     ConfigErrors(vec![ConfigError::new(var, value, message)])
 }
 
-/// Whether two spellings of a value mean the same (enums and booleans are case-insensitive).
-fn same(a: &str, b: &str) -> bool {
-    a.trim().eq_ignore_ascii_case(b.trim())
+/// Variables whose values are enums or booleans, which are case-insensitive (SPEC §9).
+const CASELESS: [&str; 13] = [
+    "JOIN_TYPE",
+    "LEFT_FORMAT",
+    "RIGHT_FORMAT",
+    "OUTPUT_MODE",
+    "OUTPUT_FORMAT",
+    "ALLOW_GENERATED_RETRACTS",
+    "DEDUP_LEFT",
+    "DEDUP_RIGHT",
+    "BROADCAST",
+    "AUTO_OFFSET_RESET",
+    "PROCESSING_GUARANTEE",
+    "CSV_IGNORE_PARSE_ERRORS",
+    "CSV_DISABLE_QUOTE_CHARACTER",
+];
+
+/// Whether the environment's value of `var` means the SQL's: the same text, or for enums and
+/// booleans the same text in another case (topics and columns are case-sensitive).
+fn same(var: &str, env: &str, sql: &str) -> bool {
+    let caseless = CASELESS.iter().any(|c| var.ends_with(c));
+    env.trim() == sql.trim() || (caseless && env.trim().eq_ignore_ascii_case(sql.trim()))
 }
 
 pub(super) fn merge(mut env: Vec<(String, String)>) -> Result<Merged, ConfigErrors> {
@@ -48,7 +67,7 @@ pub(super) fn merge(mut env: Vec<(String, String)>) -> Result<Merged, ConfigErro
     let mut problems = Vec::new();
     for s in &translation.settings.items {
         match env.iter().find(|(k, _)| k == &s.var) {
-            Some((_, v)) if same(v, &s.value) => {}
+            Some((_, v)) if same(&s.var, v, &s.value) => {}
             Some((_, v)) => problems.push(ConfigError::new(
                 &s.var,
                 Some(v),
