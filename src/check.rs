@@ -116,7 +116,15 @@ pub fn sql_variables(cfg: &Config) -> String {
     }
     out.push_str("equivalent variables (what the SQL means; set them instead of the SQL for the same join):\n");
     for (k, v) in &cfg.sql_settings {
-        let _ = writeln!(out, "{k}={}", shell_quote(v));
+        if k.starts_with("SIDEJOIN_KAFKA_") {
+            // Kafka passthrough values may be secrets (SPEC §9: never logged).
+            let _ = writeln!(
+                out,
+                "# {k}: set by the SQL, value not shown (it may be secret)"
+            );
+        } else {
+            let _ = writeln!(out, "{k}={}", shell_quote(v));
+        }
     }
     out
 }

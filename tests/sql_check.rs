@@ -14,7 +14,8 @@ fn printed_variables(stdout: &str) -> Vec<(String, String)> {
         .lines()
         .skip_while(|l| !l.starts_with("equivalent variables"))
         .skip(1)
-        .take_while(|l| l.starts_with("SIDEJOIN_"))
+        .take_while(|l| l.starts_with("SIDEJOIN_") || l.starts_with("# SIDEJOIN_"))
+        .filter(|l| l.starts_with("SIDEJOIN_"))
         .map(|l| {
             let (k, v) = l.split_once('=').expect("NAME=value");
             let v = v

@@ -368,3 +368,38 @@ fn the_script_given_twice_or_unreadable() {
     let empty = error_of("-- nothing but a comment\n");
     assert!(empty.contains("nothing to run"), "{empty}");
 }
+
+#[test]
+fn kafka_properties_in_the_sql_are_never_shown() {
+    let sql = format!(
+        "{}SELECT a.v FROM a JOIN b ON a.id = b.id",
+        TABLES.replace(
+            "'format' = 'json');\nCREATE TABLE b",
+            "'format' = 'json', 'properties.sasl.password' = 'hunter2');\nCREATE TABLE b"
+        )
+    );
+    let c = load(&sql, &[], Mode::Replay).unwrap();
+    assert!(c
+        .sql_settings
+        .contains(&("SIDEJOIN_KAFKA_SASL_PASSWORD".into(), "hunter2".into())));
+    let plan = sidejoin::check::sql_variables(&c);
+    assert!(
+        plan.contains("# SIDEJOIN_KAFKA_SASL_PASSWORD: set by the SQL, value not shown"),
+        "{plan}"
+    );
+    assert!(!plan.contains("hunter2"), "{plan}");
+    let e = load(
+        &sql,
+        &[("SIDEJOIN_KAFKA_SASL_PASSWORD", "zz-env-secret")],
+        Mode::Replay,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("SIDEJOIN_KAFKA_SASL_PASSWORD: contradicts SIDEJOIN_SQL"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("hunter2") && !e.contains("zz-env-secret"),
+        "{e}"
+    );
+}

@@ -4,6 +4,7 @@
 //! SQL does not cover (security, state directory, HTTP) applies as usual.
 
 use super::error::{ConfigError, ConfigErrors};
+use super::raw::KAFKA_PREFIX;
 use crate::sql::{self, Translation};
 
 pub(super) struct Merged {
@@ -68,6 +69,15 @@ pub(super) fn merge(mut env: Vec<(String, String)>) -> Result<Merged, ConfigErro
     for s in &translation.settings.items {
         match env.iter().find(|(k, _)| k == &s.var) {
             Some((_, v)) if same(&s.var, v, &s.value) => {}
+            // Kafka passthrough values may be secrets: the variable is named, no value shown.
+            Some(_) if s.var.starts_with(KAFKA_PREFIX) => problems.push(ConfigError::new(
+                &s.var,
+                None,
+                format!(
+                    "contradicts {var}: `{}` at {} sets it to another value; remove the variable or change the SQL",
+                    s.construct, s.at
+                ),
+            )),
             Some((_, v)) => problems.push(ConfigError::new(
                 &s.var,
                 Some(v),

@@ -27,7 +27,8 @@ fn kafka_common(s: &mut Settings, o: &TableOption) -> Result<bool> {
                 "KAFKA_{}",
                 prop.to_ascii_uppercase().replace(['.', '-'], "_")
             );
-            s.set(&name, &o.value, o.at, q)?;
+            // Passthrough values may be secrets (SASL passwords): never quoted back.
+            s.set(&name, &o.value, o.at, format!("'{k}' = '…'"))?;
         }
         _ => return Ok(false),
     }

@@ -33,12 +33,18 @@ impl Settings {
         let construct = construct.as_ref().to_owned();
         if let Some(prev) = self.items.iter().find(|s| s.var == var) {
             if prev.value != value {
+                // Kafka passthrough values may be secrets: named, never shown.
+                let (now, before) = if name.starts_with("KAFKA_") {
+                    (String::new(), String::new())
+                } else {
+                    (format!("={value:?}"), format!("={:?}", prev.value))
+                };
                 return Err(SqlError::new(
                     at,
                     &construct,
                     format!(
-                        "means {var}={value:?}, but `{}` at {} already means {var}={:?}; sidejoin has one setting for both",
-                        prev.construct, prev.at, prev.value
+                        "means {var}{now}, but `{}` at {} already means {var}{before}; sidejoin has one setting for both",
+                        prev.construct, prev.at
                     ),
                 ));
             }
