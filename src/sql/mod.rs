@@ -270,11 +270,6 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
     let q = through_view(q, &script.views)?;
     let mut warnings = Vec::new();
     let join = query::find_join(&q.query, &script.tables)?;
-    let cond = condition::condition(
-        join.condition.expect("a join has a condition"),
-        &join.inputs,
-    )?;
-    let select = output::projection(join.select, &join.inputs, &mut warnings)?;
     if join.inputs[0].table.name == join.inputs[1].table.name {
         return Err(SqlError::new(
             join.join_at,
@@ -282,11 +277,20 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
             "a self-join is not supported: sidejoin's two sides are two topics",
         ));
     }
+    let cond = condition::condition(
+        join.condition.expect("a join has a condition"),
+        &join.inputs,
+    )?;
+    let select = output::projection(join.select, &join.inputs, &mut warnings)?;
     let mut extra: [Vec<TableOption>; 2] = Default::default();
     join_hints::apply(&mut s, &q.hints, &join.inputs, &mut extra)?;
     for side in Side::BOTH {
+        // Dynamic table options replace the WITH options of the same key.
         let mut t = join.inputs[side.index()].table.clone();
-        t.options.append(&mut extra[side.index()]);
+        let dynamic = &mut extra[side.index()];
+        t.options
+            .retain(|o| !dynamic.iter().any(|d| d.key == o.key));
+        t.options.append(dynamic);
         options::source(&mut s, side, &t)?;
     }
     let sink_names = match &q.sink {

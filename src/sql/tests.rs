@@ -29,7 +29,7 @@ fn tables(a_extra: &str) -> String {
 #[test]
 fn where_form_with_unqualified_columns_and_broadcast() {
     let s = settings(&format!(
-        "{}SELECT /*+ BROADCAST(A) */ a2, b2 FROM A, B WHERE a1 = b1",
+        "{}SELECT /*+ BROADCAST(A) */ a2, b2 FROM A, B /*+ OPTIONS('topic'='tb2') */ WHERE a1 = b1",
         tables("")
     ));
     assert_eq!(get(&s, "JOIN_TYPE"), Some("inner"));
@@ -37,6 +37,8 @@ fn where_form_with_unqualified_columns_and_broadcast() {
     assert_eq!(get(&s, "RIGHT_KEY"), Some("b1"));
     assert_eq!(get(&s, "SELECT"), Some("l.a2, r.b2"));
     assert_eq!(get(&s, "BROADCAST"), Some("left"));
+    // A dynamic table option replaces the WITH option of the same key.
+    assert_eq!(get(&s, "RIGHT_TOPIC"), Some("tb2"));
     assert_eq!(get(&s, "RIGHT_FORMAT"), Some("debezium-json"));
     assert_eq!(get(&s, "BOOTSTRAP_SERVERS"), Some("k:9092"));
     assert_eq!(get(&s, "APPLICATION_ID"), Some("g"));
@@ -92,6 +94,20 @@ fn two_tables_disagreeing_on_one_setting() {
     let e = translate(sql).unwrap_err().to_string();
     assert!(
         e.contains("line 2, column 88: `'properties.bootstrap.servers' = 'two:9092'`: means SIDEJOIN_BOOTSTRAP_SERVERS=\"two:9092\", but `'properties.bootstrap.servers' = 'one:9092'` at line 1, column 88"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_self_join_is_refused() {
+    let e = translate(&format!(
+        "{}SELECT x.a2 FROM A x JOIN A y ON x.a1 = y.a1",
+        tables("")
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("line 3, column 27: `A`: a self-join is not supported"),
         "{e}"
     );
 }
