@@ -10,3 +10,4 @@ pub mod kafka;
 pub mod props;
 pub mod reference;
 pub mod rocks;
+pub mod upsert;
