@@ -102,6 +102,33 @@ pub fn plan(cfg: &Config) -> String {
     out
 }
 
+/// Single-quotes a value for a shell or an env file.
+fn shell_quote(v: &str) -> String {
+    format!("'{}'", v.replace('\'', "'\\''"))
+}
+
+/// The variables `SIDEJOIN_SQL`/`_FILE` stood for, one `NAME='value'` line each (empty without
+/// SQL): setting them instead of the SQL configures the same join.
+pub fn sql_variables(cfg: &Config) -> String {
+    let mut out = String::new();
+    if cfg.sql_settings.is_empty() {
+        return out;
+    }
+    out.push_str("equivalent variables (what the SQL means; set them instead of the SQL for the same join):\n");
+    for (k, v) in &cfg.sql_settings {
+        if k.starts_with("SIDEJOIN_KAFKA_") {
+            // Kafka passthrough values may be secrets (SPEC §9: never logged).
+            let _ = writeln!(
+                out,
+                "# {k}: set by the SQL, value not shown (it may be secret)"
+            );
+        } else {
+            let _ = writeln!(out, "{k}={}", shell_quote(v));
+        }
+    }
+    out
+}
+
 /// Checks the topics against the brokers once; `Err` names what is wrong.
 pub fn check_brokers(cfg: &Config) -> Result<String, String> {
     let md = admin::metadata(cfg).map_err(|e| {

@@ -15,5 +15,6 @@ pub mod replay;
 pub mod row;
 pub mod runtime;
 pub mod sink;
+pub mod sql;
 pub mod stats;
 pub mod store;

@@ -126,6 +126,7 @@ fn run_check() -> ExitCode {
         Err(code) => return code,
     };
     print!("configuration is valid\n{}", sidejoin::check::plan(&config));
+    print!("{}", sidejoin::check::sql_variables(&config));
     if config.kafka.bootstrap_servers.is_none() {
         println!("brokers: not checked (SIDEJOIN_BOOTSTRAP_SERVERS is not set)");
         return ExitCode::SUCCESS;

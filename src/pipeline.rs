@@ -170,8 +170,22 @@ impl<S: JoinState> Pipeline<S> {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Option<DecodeError> {
-        let decoded = self.decoders[origin.side.index()].decode(key, value);
+        let side = origin.side.index();
+        let decoded = self.decoders[side].decode(key, value);
+        if decoded.is_err() && self.decoders[side].skips_parse_errors() {
+            // `csv.ignore-parse-errors`: dropped and counted; it still advances time.
+            let stats = self.engine.stats_mut();
+            stats.records_in[side] += 1;
+            stats.input_dropped(origin.side, DropReason::ParseError);
+            self.step(origin, None, None);
+            return None;
+        }
         self.process_decoded(origin, decoded)
+    }
+
+    /// Whether `side`'s record values are text lines (replay reads them from JSON strings).
+    pub fn reads_text(&self, side: Side) -> bool {
+        self.decoders[side.index()].reads_text()
     }
 
     /// The row time of an interval-join event (SPEC §4).
@@ -215,6 +229,12 @@ impl<S: JoinState> Pipeline<S> {
                 (None, None, Some(e))
             }
         };
+        self.step(origin, event, time);
+        error
+    }
+
+    /// Runs the engine on one decoded record (or on none: it still advances time).
+    fn step(&mut self, origin: Origin, event: Option<Event>, time: Option<i64>) {
         let input = Input {
             side: origin.side,
             partition: origin.partition,
@@ -227,7 +247,6 @@ impl<S: JoinState> Pipeline<S> {
         self.engine
             .process(&mut self.state, input, &mut self.joined);
         self.project();
-        error
     }
 
     /// What `SIDEJOIN_ON_ERROR` says to do with a record `process` could not decode; counts a

@@ -204,13 +204,27 @@ fn run_lines<S: JoinState>(
         let line =
             parse_line(&text).map_err(|message| ReplayError::BadLine { line: n, message })?;
         timestamp = line.timestamp.unwrap_or(timestamp);
+        // A text format's value (csv) is the line's JSON string, unquoted.
+        let text_value = match line.value {
+            Some(v) if pipeline.reads_text(line.side) => Some(
+                serde_json::from_slice::<String>(v).map_err(|_| ReplayError::BadLine {
+                    line: n,
+                    message: format!(
+                        "the {} side reads csv: `value` must be a JSON string holding the line",
+                        line.side
+                    ),
+                })?,
+            ),
+            _ => None,
+        };
+        let value = text_value.as_deref().map(str::as_bytes).or(line.value);
         let origin = Origin {
             side: line.side,
             partition: line.partition,
             timestamp,
             processing_time: 0,
         };
-        let error = pipeline.process(origin, line.key, line.value);
+        let error = pipeline.process(origin, line.key, value);
         write_changes(pipeline, n, opts, &mut records, out)?;
         if let Some(e) = error {
             let action = pipeline.dispatch();

@@ -18,14 +18,17 @@ pub enum DropReason {
     NotInState,
     /// An update whose new row equals the stored row.
     IdenticalUpdate,
+    /// A csv line that could not be parsed on a side with `csv.ignore-parse-errors`.
+    ParseError,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; 5] = [
         DropReason::Tombstone,
         DropReason::UnknownKey,
         DropReason::NotInState,
         DropReason::IdenticalUpdate,
+        DropReason::ParseError,
     ];
 
     pub fn name(self) -> &'static str {
@@ -34,6 +37,7 @@ impl DropReason {
             DropReason::UnknownKey => "unknown_key",
             DropReason::NotInState => "not_in_state",
             DropReason::IdenticalUpdate => "identical_update",
+            DropReason::ParseError => "parse_error",
         }
     }
 }
@@ -69,7 +73,7 @@ pub struct Stats {
     pub records_out: [u64; 4],
     pub generated_retracts_filtered: u64,
     pub dedup_dropped: [u64; 2],
-    pub input_dropped: [[u64; 4]; 2],
+    pub input_dropped: [[u64; 5]; 2],
     pub decode_errors: [u64; 2],
     pub dlq_records: u64,
     pub matches: u64,
@@ -122,8 +126,8 @@ impl Stats {
     /// The counters as JSON, labels as nested objects (replay's stats line).
     pub fn to_json(&self) -> Value {
         let by_side = |a: &[u64; 2]| json!({"left": a[0], "right": a[1]});
-        let by_side_reason = |a: &[[u64; 4]; 2]| {
-            let side = |row: &[u64; 4]| {
+        let by_side_reason = |a: &[[u64; 5]; 2]| {
+            let side = |row: &[u64; 5]| {
                 let m: Map<String, Value> = DropReason::ALL
                     .iter()
                     .zip(row)

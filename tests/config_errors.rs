@@ -74,11 +74,11 @@ fn primary_keys() {
 
 #[test]
 fn formats() {
-    let e = config_error("check", &[("SIDEJOIN_LEFT_FORMAT", "csv")], true);
+    let e = config_error("check", &[("SIDEJOIN_LEFT_FORMAT", "protobuf")], true);
     assert_names(
         &e,
         &[
-            "SIDEJOIN_LEFT_FORMAT=\"csv\"",
+            "SIDEJOIN_LEFT_FORMAT=\"protobuf\"",
             "json, upsert-json, debezium-json",
         ],
     );
@@ -287,7 +287,7 @@ fn every_problem_is_reported_together() {
         "check",
         &[
             ("SIDEJOIN_JOIN_TYPE", "middle"),
-            ("SIDEJOIN_LEFT_FORMAT", "csv"),
+            ("SIDEJOIN_LEFT_FORMAT", "protobuf"),
             ("SIDEJOIN_STATE_TTL", "soon"),
             ("SIDEJOIN_DEDUP_RIGHT", "maybe"),
             ("SIDEJOIN_SELECT", "q.x"),
@@ -301,7 +301,7 @@ fn every_problem_is_reported_together() {
         &[
             "7 problems",
             "SIDEJOIN_JOIN_TYPE=\"middle\"",
-            "SIDEJOIN_LEFT_FORMAT=\"csv\"",
+            "SIDEJOIN_LEFT_FORMAT=\"protobuf\"",
             "SIDEJOIN_STATE_TTL=\"soon\"",
             "SIDEJOIN_DEDUP_RIGHT=\"maybe\"",
             "SIDEJOIN_SELECT=\"q.x\"",
@@ -410,5 +410,31 @@ fn interval_accepts_zero_ttl_and_false_dedup() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn csv_settings() {
+    let e = config_error("check", &[("SIDEJOIN_LEFT_FORMAT", "csv")], true);
+    assert_names(&e, &["SIDEJOIN_LEFT_COLUMNS: required by the csv format"]);
+    let e = config_error(
+        "check",
+        &[
+            ("SIDEJOIN_LEFT_FORMAT", "csv"),
+            ("SIDEJOIN_LEFT_COLUMNS", "k INT, m MAP<STRING, INT>"),
+            ("SIDEJOIN_LEFT_CSV_FIELD_DELIMITER", "::"),
+            ("SIDEJOIN_LEFT_CSV_IGNORE_PARSE_ERRORS", "maybe"),
+            ("SIDEJOIN_RIGHT_CSV_NULL_LITERAL", "NULL"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_LEFT_COLUMNS=\"k INT, m MAP<STRING, INT>\": column `m`: type `MAP<STRING` cannot be read from csv",
+            "SIDEJOIN_LEFT_CSV_FIELD_DELIMITER=\"::\": expected exactly one ASCII character",
+            "SIDEJOIN_LEFT_CSV_IGNORE_PARSE_ERRORS=\"maybe\": expected true or false",
+            "SIDEJOIN_RIGHT_CSV_NULL_LITERAL: only applies to the csv format (SIDEJOIN_RIGHT_FORMAT=csv)",
+        ],
     );
 }

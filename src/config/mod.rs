@@ -5,10 +5,12 @@
 //! variables in, so tests and `check` see exactly what `run` sees.
 
 mod checks;
+mod csv;
 mod error;
 pub mod output;
 mod raw;
 pub mod select;
+mod sql_source;
 mod types;
 mod values;
 
@@ -130,6 +132,7 @@ fn side_spec(p: &mut Problems, raw: &RawConfig, side: Side, default_ttl: i64) ->
         time,
         hash_by: opt(p, hash_by, |v| parse_columns(&hash_var, v)),
         topic: topic.clone(),
+        csv: csv::csv_spec(p, raw, side, format),
     }
 }
 
@@ -206,6 +209,8 @@ pub fn load(
     mode: Mode,
 ) -> Result<Config, ConfigErrors> {
     let mut p = Problems::default();
+    // SQL first: it becomes variables, which are then validated like any others.
+    let sql_source::Merged { env, sql } = sql_source::merge(env.into_iter().collect())?;
     let raw::RawEnv { vars: raw, kafka } = raw::read(env, &mut p);
 
     let join_type = opt(&mut p, &raw.join_type, |v| {
@@ -243,7 +248,7 @@ pub fn load(
         interval: None,
         broadcast,
     };
-    let mut warnings = Vec::new();
+    let mut warnings = sql.as_ref().map(|t| t.warnings.clone()).unwrap_or_default();
     join.interval = checks::interval(&mut p, &raw, &join, &mut warnings);
     checks::sides(&mut p, &join);
 
@@ -334,13 +339,25 @@ pub fn load(
     if mode == Mode::Run {
         checks::run_requirements(&mut p, &raw, &join, &output);
     }
+    let sql_settings = sql
+        .as_ref()
+        .map(|t| {
+            t.settings
+                .items
+                .iter()
+                .map(|s| (s.var.clone(), s.value.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     p.into_result(|| Config {
         join,
         output,
         kafka,
         process,
         warnings,
+        sql_settings,
     })
+    .map_err(|e| sql_source::annotate(e, sql.as_ref()))
 }
 
 #[cfg(test)]

@@ -71,6 +71,55 @@ pub struct RawConfig {
     pub output_avro_schema: Option<String>,
     pub on_error: Option<String>,
     pub dlq_topic: Option<String>,
+    // Flink SQL as configuration: read by `config::sql_source` from the environment before this
+    // struct is; listed here so that they are known variables.
+    #[allow(dead_code)]
+    pub sql: Option<String>,
+    #[allow(dead_code)]
+    pub sql_file: Option<String>,
+    // The csv format
+    pub left_columns: Option<String>,
+    pub right_columns: Option<String>,
+    pub left_csv_field_delimiter: Option<String>,
+    pub right_csv_field_delimiter: Option<String>,
+    pub left_csv_quote_character: Option<String>,
+    pub right_csv_quote_character: Option<String>,
+    pub left_csv_disable_quote_character: Option<String>,
+    pub right_csv_disable_quote_character: Option<String>,
+    pub left_csv_escape_character: Option<String>,
+    pub right_csv_escape_character: Option<String>,
+    pub left_csv_null_literal: Option<String>,
+    pub right_csv_null_literal: Option<String>,
+    pub left_csv_ignore_parse_errors: Option<String>,
+    pub right_csv_ignore_parse_errors: Option<String>,
+}
+
+impl RawConfig {
+    /// The csv settings of one side: columns, delimiter, quote, disable-quote, escape, null
+    /// literal, ignore-parse-errors.
+    pub fn csv_of(&self, left: bool) -> [&Option<String>; 7] {
+        if left {
+            [
+                &self.left_columns,
+                &self.left_csv_field_delimiter,
+                &self.left_csv_quote_character,
+                &self.left_csv_disable_quote_character,
+                &self.left_csv_escape_character,
+                &self.left_csv_null_literal,
+                &self.left_csv_ignore_parse_errors,
+            ]
+        } else {
+            [
+                &self.right_columns,
+                &self.right_csv_field_delimiter,
+                &self.right_csv_quote_character,
+                &self.right_csv_disable_quote_character,
+                &self.right_csv_escape_character,
+                &self.right_csv_null_literal,
+                &self.right_csv_ignore_parse_errors,
+            ]
+        }
+    }
 }
 
 /// The environment split into known variables and librdkafka properties.

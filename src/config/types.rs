@@ -63,21 +63,24 @@ pub enum Format {
     Avro,
     UpsertAvro,
     DebeziumAvro,
+    /// One delimited line per record value, columns as `SIDEJOIN_<SIDE>_COLUMNS` declares them.
+    Csv,
 }
 
 impl Format {
-    pub const CHOICES: [(&'static str, Format); 6] = [
+    pub const CHOICES: [(&'static str, Format); 7] = [
         ("json", Format::Json),
         ("upsert-json", Format::UpsertJson),
         ("debezium-json", Format::DebeziumJson),
         ("avro", Format::Avro),
         ("upsert-avro", Format::UpsertAvro),
         ("debezium-avro", Format::DebeziumAvro),
+        ("csv", Format::Csv),
     ];
 
     pub fn envelope(self) -> Envelope {
         match self {
-            Format::Json | Format::Avro => Envelope::Plain,
+            Format::Json | Format::Avro | Format::Csv => Envelope::Plain,
             Format::UpsertJson | Format::UpsertAvro => Envelope::Upsert,
             Format::DebeziumJson | Format::DebeziumAvro => Envelope::Debezium,
         }
@@ -107,6 +110,42 @@ pub enum TimeSource {
     Column(String),
 }
 
+/// How a csv field becomes a JSON value, by the column's declared type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// `STRING`, `VARCHAR`, `CHAR`, and the time types (kept as text).
+    String,
+    /// `TINYINT` … `BIGINT`: a JSON integer.
+    Integer,
+    /// `FLOAT`, `DOUBLE`, `DECIMAL`: a JSON number.
+    Number,
+    /// `BOOLEAN`: `true` / `false`.
+    Boolean,
+}
+
+/// One declared column of a csv side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnSpec {
+    pub name: String,
+    /// The type as declared (`VARCHAR`, `INT`, `DECIMAL(10,2)`), for `check`.
+    pub ty: String,
+    pub kind: ColumnKind,
+}
+
+/// Flink's `csv` format options (SPEC §2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvSpec {
+    pub columns: Vec<ColumnSpec>,
+    pub delimiter: u8,
+    /// `None`: quoting disabled.
+    pub quote: Option<u8>,
+    pub escape: Option<u8>,
+    /// A field equal to it is `null`.
+    pub null_literal: Option<String>,
+    /// Skip and count unparsable lines instead of treating them as decode errors.
+    pub ignore_parse_errors: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SideSpec {
     pub side: Side,
@@ -119,6 +158,8 @@ pub struct SideSpec {
     pub time: TimeSource,
     pub hash_by: Option<Vec<String>>,
     pub topic: Option<String>,
+    /// Set exactly when the format is `csv`.
+    pub csv: Option<CsvSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,4 +320,7 @@ pub struct Config {
     pub process: ProcessSpec,
     /// Things that are allowed but probably not what the user wants.
     pub warnings: Vec<String>,
+    /// The `SIDEJOIN_*` settings `SIDEJOIN_SQL`/`_FILE` stood for (empty without SQL), in the
+    /// order `check` prints them.
+    pub sql_settings: Vec<(String, String)>,
 }

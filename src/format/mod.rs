@@ -5,6 +5,7 @@
 //!
 //! Decoders never look at state; primary-key normalisation happens in the engine.
 
+mod csv;
 mod debezium;
 mod plain;
 mod time;
@@ -13,7 +14,7 @@ mod upsert;
 pub use time::parse_time;
 
 use crate::changelog::Event;
-use crate::config::{Envelope, SideSpec};
+use crate::config::{CsvSpec, Envelope, SideSpec};
 use crate::engine::column::Column;
 use crate::row::scan::{self, Kind, Member, Scanned};
 use crate::row::{escape_name, Json};
@@ -34,6 +35,7 @@ impl DecodeError {
 pub struct Decoder {
     envelope: Envelope,
     primary_key: Option<Vec<Column>>,
+    csv: Option<CsvSpec>,
 }
 
 impl Decoder {
@@ -41,7 +43,20 @@ impl Decoder {
         Decoder {
             envelope: side.format.envelope(),
             primary_key: side.primary_key.as_deref().map(Column::list),
+            csv: side.csv.clone(),
         }
+    }
+
+    /// Whether an undecodable record is dropped and counted rather than a decode error
+    /// (`csv.ignore-parse-errors`).
+    pub fn skips_parse_errors(&self) -> bool {
+        self.csv.as_ref().is_some_and(|c| c.ignore_parse_errors)
+    }
+
+    /// Whether record values are text lines (`csv`) rather than JSON; replay takes them as
+    /// JSON strings.
+    pub fn reads_text(&self) -> bool {
+        self.csv.is_some()
     }
 
     /// Turns a record into an event; `Ok(None)` is a tombstone to skip (and count). `None`
@@ -51,6 +66,9 @@ impl Decoder {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Result<Option<Event>, DecodeError> {
+        if let Some(spec) = &self.csv {
+            return csv::decode(spec, value);
+        }
         match self.envelope {
             Envelope::Plain => plain::decode(value),
             Envelope::Upsert => {

@@ -1,6 +1,7 @@
 //! Golden replay fixtures: `tests/fixtures/replay/<name>/` holds
 //!
 //! - `env`: the `SIDEJOIN_*` variables (`NAME='value'` lines, `#` comments);
+//! - optionally `job.sql`: a Flink SQL script, given as `SIDEJOIN_SQL_FILE` (its absolute path);
 //! - `input.jsonl`: the records;
 //! - `expected.jsonl`: what replay prints, written by hand from SPEC;
 //! - optionally `args` (extra replay arguments, one line; `--stdin` feeds the input on stdin),
@@ -88,10 +89,15 @@ pub fn load(dir: &Path) -> Fixture {
     let read =
         |f: &str| read_opt(dir, f).unwrap_or_else(|| panic!("{}: missing {f}", dir.display()));
     let args = read_opt(dir, "args").unwrap_or_default();
+    let mut env = parse_env(&read("env"));
+    if dir.join("job.sql").exists() {
+        let path = dir.join("job.sql").to_string_lossy().into_owned();
+        env.push(("SIDEJOIN_SQL_FILE".to_owned(), path));
+    }
     Fixture {
         name: dir.file_name().unwrap().to_string_lossy().into_owned(),
         dir: dir.to_owned(),
-        env: parse_env(&read("env")),
+        env,
         input: read("input.jsonl"),
         expected: read_opt(dir, "expected.jsonl").unwrap_or_default(),
         records: args.split_whitespace().any(|a| a == "--records"),
