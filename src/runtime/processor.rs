@@ -2,6 +2,9 @@
 //! the passthrough that copies keys and values unchanged — the physical limit sidejoin is
 //! measured against, run by the very same consumer, producer and commit code.
 
+use tokio_util::sync::CancellationToken;
+
+use crate::avro::AvroInput;
 use crate::changelog::{Partition, Side};
 use crate::config::Config;
 use crate::engine::state::Checkpoint;
@@ -24,6 +27,11 @@ pub struct InRecord<'a> {
 }
 
 pub trait Processor: Send {
+    /// Before consuming: waits for what processing needs besides Kafka (the schema registry of
+    /// Avro formats); `Ok(false)` when `shutdown` came first, `Err` a fatal startup problem.
+    fn prepare(&mut self, _shutdown: &CancellationToken) -> Result<bool, String> {
+        Ok(true)
+    }
     /// Handles one record at processing time `now` (epoch ms), appending what to produce.
     fn process(
         &mut self,
@@ -58,17 +66,29 @@ pub trait Processor: Send {
 /// The join, over any state store.
 pub struct JoinProcessor<S: JoinState> {
     pipeline: Pipeline<S>,
+    /// Decodes the Avro sides' records to JSON before the pipeline; `Err`: it could not be set
+    /// up, reported by `prepare`.
+    avro: Result<Option<AvroInput>, String>,
 }
 
 impl<S: JoinState> JoinProcessor<S> {
     pub fn new(config: &Config, state: S) -> Self {
         JoinProcessor {
             pipeline: Pipeline::new(config, state),
+            avro: AvroInput::new(config),
         }
     }
 }
 
 impl<S: JoinState + Send> Processor for JoinProcessor<S> {
+    fn prepare(&mut self, shutdown: &CancellationToken) -> Result<bool, String> {
+        match &self.avro {
+            Ok(Some(avro)) => avro.wait_for_registry(shutdown),
+            Ok(None) => Ok(true),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
     fn process(
         &mut self,
         rec: &InRecord<'_>,
@@ -81,7 +101,15 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
             timestamp: rec.timestamp,
             processing_time: now,
         };
-        let error = self.pipeline.process(origin, rec.key, rec.value);
+        let error = match &mut self.avro {
+            Ok(Some(avro)) if avro.is_avro(rec.side) => {
+                match avro.decode(rec.side, rec.key, rec.value) {
+                    Ok((key, value)) => self.pipeline.process(origin, key, value),
+                    Err(e) => self.pipeline.process_decoded(origin, Err(e)),
+                }
+            }
+            _ => self.pipeline.process(origin, rec.key, rec.value),
+        };
         self.pipeline.records(rec.timestamp, out);
         error.map_or(Ok(()), Err)
     }
