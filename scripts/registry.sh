@@ -40,7 +40,7 @@
 #   LOCAL_REGISTRY_VERSION        force a version (3.3.3 or 2.6.13.Final)
 #   LOCAL_REGISTRY_HEAP_OPTS      JVM heap flags (default "-Xms64m -Xmx384m")
 #   LOCAL_REGISTRY_START_TIMEOUT  seconds to wait for readiness (default 120)
-#   REGISTRY_JAVA_HOME            the JDK to run it with (checked first)
+#   REGISTRY_JAVA_HOME            the JDK to run it with (then the only one considered)
 #
 # NOTES
 #   - Linux only; needs bash, mvn, tar, curl, python3 (port picking) and Java 17+.
@@ -82,7 +82,11 @@ java_major() {
 
 # Candidates, in order of preference.
 java_candidates() {
-  [[ -n "${REGISTRY_JAVA_HOME:-}" ]] && printf '%s\n' "${REGISTRY_JAVA_HOME}/bin/java"
+  # An explicit choice is the only candidate.
+  if [[ -n "${REGISTRY_JAVA_HOME:-}" ]]; then
+    printf '%s\n' "${REGISTRY_JAVA_HOME}/bin/java"
+    return 0
+  fi
   [[ -n "${JAVA_HOME:-}" ]] && printf '%s\n' "${JAVA_HOME}/bin/java"
   command -v java 2>/dev/null || true
   local d
