@@ -194,3 +194,235 @@ fn debezium_avro_cdc_matches_replay_across_schema_versions() {
     )));
     assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 0.0);
 }
+
+/// Acceptance 3 (JSON output): every logical and complex Avro type reaches the output row as
+/// the README's mapping says. The expected row is written by hand.
+#[test]
+fn logical_types_reach_the_output_as_documented() {
+    use apache_avro::types::Value as A;
+    let (left, right, output) = kafka::join_topics("avro-types", [1, 1, 1]);
+    let app = kafka::unique("avro-types-app");
+    let schema = json!({"type": "record", "name": "T", "namespace": "types", "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "ts_ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "ts_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "lts", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
+        {"name": "d", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "t_ms", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "t_us", "type": {"type": "long", "logicalType": "time-micros"}},
+        {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}},
+        {"name": "dec_fixed", "type": {"type": "fixed", "name": "D8", "size": 8, "logicalType": "decimal", "precision": 18, "scale": 3}},
+        {"name": "u", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "e", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]}},
+        {"name": "f", "type": {"type": "fixed", "name": "F4", "size": 4}},
+        {"name": "b", "type": "bytes"},
+        {"name": "m", "type": {"type": "map", "values": "int"}},
+        {"name": "arr", "type": {"type": "array", "items": "long"}},
+        {"name": "nested", "type": {"type": "record", "name": "N", "fields": [
+            {"name": "x", "type": "int"},
+            {"name": "y", "type": ["null", "string"]}
+        ]}},
+        {"name": "opt", "type": ["null", "long"]},
+        {"name": "fl", "type": "float"},
+        {"name": "dbl", "type": "double"},
+        {"name": "flag", "type": "boolean"}
+    ]});
+    let w = Writer::new(&format!("{left}-value"), &schema);
+    let value = A::Record(vec![
+        ("id".into(), A::Int(7)),
+        ("ts_ms".into(), A::TimestampMillis(1_706_708_700_123)),
+        ("ts_us".into(), A::TimestampMicros(1_706_708_700_123_456)),
+        ("lts".into(), A::LocalTimestampMillis(1_706_708_700_123)),
+        ("d".into(), A::Date(19_753)),
+        ("t_ms".into(), A::TimeMillis(49_500_123)),
+        ("t_us".into(), A::TimeMicros(49_500_123_456)),
+        (
+            "dec".into(),
+            A::Decimal(apache_avro::Decimal::from(vec![0xcf, 0xc7])),
+        ),
+        (
+            "dec_fixed".into(),
+            A::Decimal(apache_avro::Decimal::from(1230i64.to_be_bytes().to_vec())),
+        ),
+        (
+            "u".into(),
+            A::Uuid(apache_avro::Uuid::parse_str("123e4567-e89b-12d3-a456-426614174000").unwrap()),
+        ),
+        ("e".into(), A::Enum(1, "GREEN".into())),
+        ("f".into(), A::Fixed(4, vec![1, 2, 3, 4])),
+        ("b".into(), A::Bytes(vec![0xff, 0x00])),
+        (
+            "m".into(),
+            A::Map([("b".to_owned(), A::Int(2)), ("a".to_owned(), A::Int(1))].into()),
+        ),
+        (
+            "arr".into(),
+            A::Array(vec![A::Long(1), A::Long(2), A::Long(3)]),
+        ),
+        (
+            "nested".into(),
+            A::Record(vec![
+                ("x".into(), A::Int(5)),
+                ("y".into(), A::Union(0, Box::new(A::Null))),
+            ]),
+        ),
+        ("opt".into(), A::Union(1, Box::new(A::Long(42)))),
+        ("fl".into(), A::Float(1.5)),
+        ("dbl".into(), A::Double(0.1)),
+        ("flag".into(), A::Boolean(true)),
+    ]);
+    let mut env = kafka::base_env(&app, &left, &right, &output);
+    env.extend(env_of(&[
+        ("SIDEJOIN_LEFT_FORMAT", "avro"),
+        ("SIDEJOIN_LEFT_KEY", "id"),
+        ("SIDEJOIN_RIGHT_KEY", "id"),
+        ("SIDEJOIN_SELECT", "l.*, r.other"),
+        ("SIDEJOIN_OUTPUT_MODE", "append"),
+    ]));
+    env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
+    let mut sj = Sidejoin::start("run", &env);
+    sj.wait_ready(WAIT);
+    let ts = kafka::now_ms();
+    avro::produce_bytes(
+        &kafka::producer(),
+        &[
+            (left.clone(), None, Some(w.frame_value(value)), ts),
+            (
+                right.clone(),
+                None,
+                Some(br#"{"id":7,"other":"x"}"#.to_vec()),
+                ts,
+            ),
+        ],
+    );
+    let got = kafka::read_all(&output, 1, WAIT);
+    assert_eq!(got.len(), 1, "logs:\n{}", sj.logs());
+    let text = String::from_utf8(got[0].value.clone().unwrap()).unwrap();
+    let expected = json!({
+        "id": 7,
+        "ts_ms": "2024-01-31T13:45:00.123Z",
+        "ts_us": "2024-01-31T13:45:00.123456Z",
+        "lts": "2024-01-31T13:45:00.123",
+        "d": "2024-01-31",
+        "t_ms": "13:45:00.123",
+        "t_us": "13:45:00.123456",
+        "dec": -123.45,
+        "dec_fixed": 1.230,
+        "u": "123e4567-e89b-12d3-a456-426614174000",
+        "e": "GREEN",
+        "f": "AQIDBA==",
+        "b": "/wA=",
+        "m": {"a": 1, "b": 2},
+        "arr": [1, 2, 3],
+        "nested": {"x": 5, "y": null},
+        "opt": 42,
+        "fl": 1.5,
+        "dbl": 0.1,
+        "flag": true,
+        "other": "x"
+    });
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        expected,
+        "{text}"
+    );
+    // Decimals keep their exact text, scale included.
+    assert!(text.contains(r#""dec":-123.45,"#), "{text}");
+    assert!(text.contains(r#""dec_fixed":1.230,"#), "{text}");
+}
+
+/// Acceptance 6: with the registry down at start sidejoin is not ready and says why; once the
+/// registry is up it becomes ready by itself; the registry password never reaches the logs.
+#[test]
+fn registry_down_at_start_then_up() {
+    let (left, right, output) = kafka::join_topics("avro-down", [1, 1, 1]);
+    let app = kafka::unique("avro-down-app");
+    let dir = std::env::temp_dir().join(kafka::unique("registry-later"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ports: Vec<u16> = (0..2)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        })
+        .collect();
+    // scripts/registry.sh starts on the ports written here when they are free.
+    std::fs::write(dir.join("ports"), format!("{} {}\n", ports[0], ports[1])).unwrap();
+    let url = format!("http://127.0.0.1:{}/apis/ccompat/v7", ports[0]);
+    let password = "pw-never-logged-9f3a";
+    let mut env = kafka::base_env(&app, &left, &right, &output);
+    env.extend(env_of(&[
+        ("SIDEJOIN_LEFT_FORMAT", "avro"),
+        ("SIDEJOIN_LEFT_KEY", "id"),
+        ("SIDEJOIN_RIGHT_KEY", "id"),
+        ("SIDEJOIN_SCHEMA_REGISTRY_URL", &url),
+        ("SIDEJOIN_SCHEMA_REGISTRY_USERNAME", "sidejoin"),
+        ("SIDEJOIN_SCHEMA_REGISTRY_PASSWORD", password),
+        ("SIDEJOIN_SCHEMA_REGISTRY_TIMEOUT", "2s"),
+    ]));
+    let mut sj = Sidejoin::start("run", &env);
+    let deadline = std::time::Instant::now() + WAIT;
+    while !sj.logs().contains("schema registry unreachable") {
+        assert!(std::time::Instant::now() < deadline, "{}", sj.logs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_ne!(
+        sj.get("/readyz").0,
+        200,
+        "not ready while the registry is down"
+    );
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/registry.sh");
+    let started = std::process::Command::new(script)
+        .arg("start")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    sj.wait_ready(WAIT);
+    // The registry works for it: a record decodes.
+    let w = Writer {
+        id: avro::register_at(
+            &url,
+            &format!("{left}-value"),
+            &json!({"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}),
+        ),
+        schema: apache_avro::Schema::parse(
+            &json!({"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}),
+        )
+        .unwrap(),
+    };
+    avro::produce_bytes(
+        &kafka::producer(),
+        &[(
+            left.clone(),
+            None,
+            Some(w.frame(&json!({"id": 1}))),
+            kafka::now_ms(),
+        )],
+    );
+    sj.wait_records_in(1, WAIT);
+    assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 0.0);
+    let _ = std::process::Command::new(script)
+        .arg("stop")
+        .arg(&dir)
+        .status();
+    let _ = std::fs::remove_dir_all(&dir);
+    let logs = sj.logs();
+    assert!(logs.contains("schema registry"), "{logs}");
+    assert!(
+        !logs.contains(password),
+        "the password is in the logs:\n{logs}"
+    );
+    // Nor its basic-auth form (base64 of "sidejoin:pw-never-logged-9f3a").
+    assert!(
+        !logs.contains("c2lkZWpvaW46cHctbmV2ZXItbG9nZ2VkLTlmM2E"),
+        "{logs}"
+    );
+}
