@@ -4,9 +4,14 @@
 //! with writer schemas fetched by id (`schemas`, `registry`) and mapped to JSON as `json` says.
 //! Nothing past the decoders knows a record was Avro. Replay takes Avro records as JSON already
 //! and never comes here.
+//!
+//! Output: `output` registers the output schemas at start and re-encodes the JSON records the
+//! output modes build (`encode`); replay prints JSON whatever the output format.
 
+pub mod encode;
 pub mod input;
 pub mod json;
+pub mod output;
 pub mod registry;
 pub mod schemas;
 

@@ -222,11 +222,11 @@ pub(super) fn run_requirements(
             format!("broadcast {not_yet}"),
         );
     }
-    if output.format == OutputFormat::Avro {
+    if output.format == OutputFormat::Avro && raw.schema_registry_url.is_none() {
         p.add(
             "SIDEJOIN_OUTPUT_FORMAT",
             Some("avro"),
-            format!("Avro output {not_yet}"),
+            "Avro output needs SIDEJOIN_SCHEMA_REGISTRY_URL (its schemas are registered there)",
         );
     }
     if raw
