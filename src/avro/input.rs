@@ -3,7 +3,8 @@
 //! them are the JSON formats' code. Replay, which gets records as JSON already, skips this.
 //!
 //! Wire format: magic byte 0, the writer schema id (4 bytes, big-endian), the Avro binary datum.
-//! Only the upsert shape reads the key (its primary key); the others ignore it, as the JSON
+//! Only the upsert shape reads the key (its primary key): Avro when it starts with the magic
+//! byte, else as the JSON formats read keys (JSON, or text); the others ignore it, as the JSON
 //! formats do.
 
 use super::json::datum_to_json;
@@ -66,14 +67,17 @@ impl Decoded {
         &'s mut self,
         schemas: &mut SchemaCache,
         envelope: Envelope,
-        key: Option<&[u8]>,
+        key: Option<&'s [u8]>,
         value: Option<&[u8]>,
     ) -> Result<JsonRecord<'s>, DecodeError> {
         let key = match (envelope, key) {
-            (Envelope::Upsert, Some(k)) => {
+            // A framed key is Avro; any other key (a `StringSerializer` one, JSON) goes to the
+            // JSON key decoder as it is, which reads non-JSON keys as text.
+            (Envelope::Upsert, Some(k)) if k.first() == Some(&0) => {
                 to_json(schemas, k, "the record key", &mut self.key)?;
                 Some(&self.key[..])
             }
+            (Envelope::Upsert, Some(k)) => Some(k),
             _ => None,
         };
         let value = match value {

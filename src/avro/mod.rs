@@ -60,12 +60,12 @@ impl AvroInput {
     }
 
     /// The JSON key and value of an Avro record of `side` (which must be Avro).
-    pub fn decode(
-        &mut self,
+    pub fn decode<'s>(
+        &'s mut self,
         side: Side,
-        key: Option<&[u8]>,
+        key: Option<&'s [u8]>,
         value: Option<&[u8]>,
-    ) -> Result<input::JsonRecord<'_>, DecodeError> {
+    ) -> Result<input::JsonRecord<'s>, DecodeError> {
         let envelope = self.envelopes[side.index()].expect("an Avro side");
         self.scratch.decode(&mut self.schemas, envelope, key, value)
     }

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::encode::encode;
-use super::registry::Registry;
+use super::registry::{Registry, RegistryError};
 use super::schemas::{retry, WriterSchema};
 use crate::changelog::Side;
 use crate::config::select::{free_name, Select, SelectItem};
@@ -83,7 +83,10 @@ impl AvroOutput {
                 }
                 v
             }
-            None => derive_row(config, registry, &namespace)?,
+            None => match derive_row(config, registry, &namespace, shutdown)? {
+                Some(row) => row,
+                None => return Ok(None),
+            },
         };
         let row_name = full_name(&row, &namespace);
         let columns: HashSet<String> = row["fields"]
@@ -214,8 +217,43 @@ impl AvroOutput {
     }
 }
 
-/// The output row record derived from the input subjects' latest schemas.
-fn derive_row(config: &Config, registry: &Registry, namespace: &str) -> Result<Value, String> {
+/// The latest schema of `subject`, waiting (not ready, with backoff and a log line) while the
+/// registry is unreachable or the subject is not registered yet — a producer that has not
+/// written its first record; `None` when `shutdown` came first.
+fn latest_when_there(
+    registry: &Registry,
+    subject: &str,
+    shutdown: &CancellationToken,
+) -> Result<Option<String>, String> {
+    let mut wait = std::time::Duration::from_millis(200);
+    loop {
+        match registry.latest(subject) {
+            Ok(text) => return Ok(Some(text)),
+            Err(e @ (RegistryError::NotFound(_) | RegistryError::Unavailable(_))) => {
+                tracing::warn!(
+                    "deriving the output Avro schema needs the input subject {subject}: {e}; not ready, retrying in {wait:?} (or set SIDEJOIN_OUTPUT_AVRO_SCHEMA)"
+                );
+            }
+            Err(e) => return Err(format!("reading the input subject {subject}: {e}")),
+        }
+        let deadline = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < deadline {
+            if shutdown.is_cancelled() {
+                return Ok(None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        wait = (wait * 2).min(std::time::Duration::from_secs(5));
+    }
+}
+
+/// The output row record derived from the input subjects' latest schemas (`None`: shutdown).
+fn derive_row(
+    config: &Config,
+    registry: &Registry,
+    namespace: &str,
+    shutdown: &CancellationToken,
+) -> Result<Option<Value>, String> {
     let mut inputs: [Option<Value>; 2] = [None, None];
     for side in Side::BOTH {
         let spec = config.join.side(side);
@@ -223,12 +261,9 @@ fn derive_row(config: &Config, registry: &Registry, namespace: &str) -> Result<V
             continue;
         }
         let subject = format!("{}-value", spec.topic.as_deref().unwrap_or_default());
-        let text = retry(&format!("reading the latest schema of {subject}"), || {
-            registry.latest(&subject)
-        })
-        .map_err(|e| {
-            format!("deriving the output Avro schema needs the input subject {subject}: {e} (or set SIDEJOIN_OUTPUT_AVRO_SCHEMA)")
-        })?;
+        let Some(text) = latest_when_there(registry, &subject, shutdown)? else {
+            return Ok(None);
+        };
         let parsed = Schema::parse_str(&text).map_err(|e| format!("{subject}: {e}"))?;
         let record = match spec.format.envelope() {
             Envelope::Debezium => debezium_row(&parsed, &subject)?,
@@ -278,7 +313,9 @@ fn derive_row(config: &Config, registry: &Registry, namespace: &str) -> Result<V
             }
         }
     }
-    Ok(json!({"type": "record", "name": "Row", "namespace": namespace, "fields": out}))
+    Ok(Some(
+        json!({"type": "record", "name": "Row", "namespace": namespace, "fields": out}),
+    ))
 }
 
 /// The row record of a Debezium envelope schema: `after`'s record branch.
