@@ -34,6 +34,7 @@ printf '%-12s %10s %12s\n' mode seconds records/s
 for mode in avro-avro avro-json json-json; do
   in=${mode%-*}; out=${mode#*-}
   scripts/kafka.sh topic "$dir/kafka" "out-$mode" "$PARTITIONS" >/dev/null
+  : >"$dir/$mode.log"
   start=$(date +%s.%N)
   SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_SCHEMA_REGISTRY_URL="$registry" \
   SIDEJOIN_APPLICATION_ID="bench-$mode" SIDEJOIN_LEFT_TOPIC="$in-l" SIDEJOIN_RIGHT_TOPIC="$in-r" \

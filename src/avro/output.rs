@@ -36,12 +36,10 @@ struct Registered {
 }
 
 impl Registered {
-    fn frame(&self, json: &[u8], what: &str, out: &mut Vec<u8>) -> Result<(), String> {
-        let value: Value =
-            serde_json::from_slice(json).map_err(|e| format!("{what} is not JSON: {e}"))?;
+    fn frame(&self, value: &Value, what: &str, out: &mut Vec<u8>) -> Result<(), String> {
         out.push(0);
         out.extend_from_slice(&self.id.to_be_bytes());
-        encode(&self.schema.root, &self.schema.names, &value, out).map_err(|e| {
+        encode(&self.schema.root, &self.schema.names, value, out).map_err(|e| {
             format!(
                 "the output {what} does not fit its Avro schema (id {}): {e}",
                 self.id
@@ -161,14 +159,15 @@ impl AvroOutput {
             key_buf.clear();
             value_buf.clear();
             let key = match (json.key(r), &self.key) {
-                (Some(k), Some(schema)) => schema.frame(k, "key", &mut key_buf).map(|()| true),
+                (Some(k), Some(schema)) => parse(k, "key")
+                    .and_then(|k| schema.frame(&k, "key", &mut key_buf).map(|()| true)),
                 _ => Ok(false),
             };
             let value = match json.value(r) {
-                Some(v) => {
-                    self.warn_dropped(v);
-                    self.value.frame(v, "value", &mut value_buf).map(|()| true)
-                }
+                Some(v) => parse(v, "value").and_then(|v| {
+                    self.warn_dropped(&v);
+                    self.value.frame(&v, "value", &mut value_buf).map(|()| true)
+                }),
                 None => Ok(false),
             };
             match (key, value) {
@@ -191,8 +190,8 @@ impl AvroOutput {
     }
 
     /// Warns once per output column the value schema does not have (it is not written).
-    fn warn_dropped(&mut self, value: &[u8]) {
-        let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(value) else {
+    fn warn_dropped(&mut self, value: &Value) {
+        let Value::Object(obj) = value else {
             return;
         };
         // A changelog envelope's rows, or the row itself.
@@ -202,7 +201,7 @@ impl AvroOutput {
                 .filter_map(|k| obj.get(*k)?.as_object())
                 .collect()
         } else {
-            vec![&obj]
+            vec![obj]
         };
         for row in rows {
             for name in row.keys() {
@@ -245,6 +244,11 @@ fn latest_when_there(
         }
         wait = (wait * 2).min(std::time::Duration::from_secs(5));
     }
+}
+
+/// An output record's key or value (JSON built by the output modes).
+fn parse(json: &[u8], what: &str) -> Result<Value, String> {
+    serde_json::from_slice(json).map_err(|e| format!("the output {what} is not JSON: {e}"))
 }
 
 /// The output row record derived from the input subjects' latest schemas (`None`: shutdown).
