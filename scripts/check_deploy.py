@@ -41,10 +41,9 @@ EXAMPLES = ROOT / "helm" / "examples"
 KUBE_VERSION = "1.37.0"
 MONITOR_APIS = ["monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PodMonitor"]
 SECRET_NAME = re.compile(r"(PASSWORD|SECRET|TOKEN)")
-# Variables the chart renders (SIDEJOIN_INSTANCE_ID by default, the others only when set) that
-# other work is adding to sidejoin: a binary that does not know them yet is checked without them.
-PENDING_OK = {"SIDEJOIN_INSTANCE_ID", "SIDEJOIN_WORKERS", "SIDEJOIN_STATE_CACHE_MB",
-              "SIDEJOIN_SCHEMA_REGISTRY_USERNAME", "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD"}
+# Variables the chart renders only when set that other work is adding to sidejoin: a binary that
+# does not know them yet is checked without them.
+PENDING_OK = {"SIDEJOIN_WORKERS", "SIDEJOIN_SCHEMA_REGISTRY_USERNAME", "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD"}
 
 failures = []
 

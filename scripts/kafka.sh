@@ -272,6 +272,8 @@ port_free() {
   python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+# As the JVM binds its listeners: the port of a stopped broker in TIME_WAIT is free to reuse.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
     s.bind(("127.0.0.1", int(sys.argv[1])))
 except OSError:

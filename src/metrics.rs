@@ -4,6 +4,7 @@
 //! The engine counts in plain numbers (`Stats`); `observe_stats` moves the counters forward by
 //! what changed since the last call.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use prometheus::{
@@ -36,6 +37,11 @@ pub struct Metrics {
     rebalances: IntCounter,
     restore_seconds: prometheus::Gauge,
     ready: IntGauge,
+    brokers_up: IntGauge,
+    /// Partitions assigned and restored (the run loop says so).
+    processing: AtomicBool,
+    /// At least one broker reachable (librdkafka's statistics say so); true until they say not.
+    reachable: AtomicBool,
     last: Mutex<Stats>,
 }
 
@@ -200,13 +206,25 @@ impl Metrics {
             ready: {
                 let g = IntGauge::new(
                     "sidejoin_ready",
-                    "1 when assigned partitions are restored and processing",
+                    "1 when assigned partitions are restored and processing and a broker is reachable",
                 )
                 .expect("valid metric");
                 r.register(Box::new(g.clone()))
                     .expect("metric registered once");
                 g
             },
+            brokers_up: {
+                let g = IntGauge::new(
+                    "sidejoin_brokers_up",
+                    "Brokers the consumer is connected to (librdkafka state UP)",
+                )
+                .expect("valid metric");
+                r.register(Box::new(g.clone()))
+                    .expect("metric registered once");
+                g
+            },
+            processing: AtomicBool::new(false),
+            reachable: AtomicBool::new(true),
             registry: r,
             last: Mutex::new(Stats::default()),
         }
@@ -307,12 +325,25 @@ impl Metrics {
         self.restore_seconds.set(seconds);
     }
 
+    /// Whether the assigned partitions are restored and being processed.
     pub fn set_ready(&self, ready: bool) {
-        self.ready.set(i64::from(ready));
+        self.processing.store(ready, Ordering::Relaxed);
+        self.update_ready();
+    }
+
+    /// How many brokers the consumer is connected to; none makes the instance not ready.
+    pub fn set_brokers_up(&self, up: usize) {
+        self.brokers_up.set(up as i64);
+        self.reachable.store(up > 0, Ordering::Relaxed);
+        self.update_ready();
+    }
+
+    fn update_ready(&self) {
+        self.ready.set(i64::from(self.is_ready()));
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready.get() == 1
+        self.processing.load(Ordering::Relaxed) && self.reachable.load(Ordering::Relaxed)
     }
 
     /// The Prometheus text exposition of every metric.

@@ -5,14 +5,10 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::kafka::{self, Sidejoin};
-use serde_json::{json, Value};
-use sidejoin::config::{self, Mode};
-use sidejoin::engine::MemoryState;
-use sidejoin::replay::{self, ReplayOptions};
+use common::upsert;
 
 const WAIT: Duration = Duration::from_secs(180);
 /// Large enough that a fast run is still mid-input when it is stopped.
@@ -33,55 +29,12 @@ fn records(t0: i64) -> Vec<(bool, String, String, i64)> {
                 } else {
                     (i * 7_919) % 10_000
                 };
-                let k = id % 5_000;
-                (
-                    true,
-                    k.to_string(),
-                    json!({"id": id, "k": k, "v": i}).to_string(),
-                    ts,
-                )
+                upsert::left_row(id, id % 5_000, i, ts)
             } else {
-                let k = (i * 104_729) % 5_000;
-                (
-                    false,
-                    k.to_string(),
-                    json!({"k": k, "w": i}).to_string(),
-                    ts,
-                )
+                upsert::right_row((i * 104_729) % 5_000, i, ts)
             }
         })
         .collect()
-}
-
-fn join_env() -> Vec<(String, String)> {
-    [
-        ("SIDEJOIN_JOIN_TYPE", "left"),
-        ("SIDEJOIN_LEFT_KEY", "k"),
-        ("SIDEJOIN_RIGHT_KEY", "k"),
-        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
-        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
-        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
-        (
-            "SIDEJOIN_SELECT",
-            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
-        ),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
-/// Folds upsert records into a table: key → last value, tombstones removing the key.
-fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
-    let mut table = BTreeMap::new();
-    for (k, v) in records {
-        if v.is_null() {
-            table.remove(&k.to_string());
-        } else {
-            table.insert(k.to_string(), v);
-        }
-    }
-    table
 }
 
 fn consumed(app: &str, left: &str, right: &str) -> i64 {
@@ -109,15 +62,21 @@ fn kill_nine_three_times_then_the_output_equals_replay() {
         .collect();
     kafka::produce_many(&kafka::producer(), &produce);
     let app = kafka::unique("crash-app");
-    let mut env = kafka::with(kafka::base_env(&app, &left, &right, &out), &join_env());
+    let mut env = kafka::with(
+        kafka::base_env(&app, &left, &right, &out),
+        &upsert::left_join_env(),
+    );
     // Small fetches keep both topics' partitions progressing together (librdkafka would
     // otherwise hand over one topic's backlog first).
     env.push((
-        "SIDEJOIN_KAFKA_MAX_PARTITION_FETCH_BYTES".into(),
+        "SIDEJOIN_KAFKA_CONSUMER_MAX_PARTITION_FETCH_BYTES".into(),
         "16384".into(),
     ));
     // A killed member leaves the group only when its session times out.
-    env.push(("SIDEJOIN_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()));
+    env.push((
+        "SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS".into(),
+        "6000".into(),
+    ));
     // Random kill moments; the seed is printed so a failure can be replayed.
     let mut seed = std::env::var("CRASH_SEED")
         .ok()
@@ -181,46 +140,11 @@ fn kill_nine_three_times_then_the_output_equals_replay() {
         .sum();
     assert_eq!(ends, TOTAL as i64);
     // Replay of every record, in production order.
-    let lines: Vec<String> = all
+    let replayed: Vec<_> = all
         .iter()
-        .map(|(l, _, v, ts)| {
-            json!({"side": if *l { "left" } else { "right" }, "key": null, "value": serde_json::from_str::<Value>(v).unwrap(), "timestamp": ts})
-                .to_string()
-        })
+        .map(|(l, _, v, ts)| (*l, v.clone(), *ts))
         .collect();
-    let cfg = config::load(env.clone(), Mode::Replay).unwrap();
-    let (mut o, mut e) = (Vec::new(), Vec::new());
-    let input = lines.join("\n");
-    replay::replay(
-        &cfg,
-        MemoryState::new(),
-        input.as_bytes(),
-        &mut o,
-        &mut e,
-        ReplayOptions { records: true },
-    )
-    .unwrap();
-    let want = fold(String::from_utf8(o).unwrap().lines().map(|l| {
-        let v: Value = serde_json::from_str(l).unwrap();
-        (v["key"].clone(), v["value"].clone())
-    }));
+    let want = upsert::replay_table(&env, &replayed);
     assert_eq!(want.len(), 10_000, "every left id is in the left join");
-    // The output topic may still be growing: read until its table equals replay's.
-    loop {
-        let got = fold(
-            kafka::read_to_end(&out, WAIT)
-                .iter()
-                .map(|r| (r.key_json(), r.value_json())),
-        );
-        if got == want {
-            break;
-        }
-        let differing = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
-        assert!(
-            Instant::now() < deadline,
-            "the upsert table differs from replay: {differing} of {} keys differ, {} keys in the topic",
-            want.len(),
-            got.len()
-        );
-    }
+    upsert::wait_for_table(&out, &want, deadline);
 }

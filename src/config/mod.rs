@@ -33,8 +33,9 @@ pub enum Mode {
 }
 
 /// Librdkafka properties sidejoin sets itself (SPEC §9).
-pub const OWNED_KAFKA_PROPERTIES: [&str; 6] = [
+pub const OWNED_KAFKA_PROPERTIES: [&str; 7] = [
     "group.id",
+    "group.instance.id",
     "enable.auto.commit",
     "enable.auto.offset.store",
     "isolation.level",
@@ -214,21 +215,54 @@ fn http_addr(p: &mut Problems, raw: &RawConfig) -> SocketAddr {
     .unwrap_or(default)
 }
 
-fn kafka_properties(
-    p: &mut Problems,
-    props: Vec<(String, String, String)>,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+/// A static group member's id (`group.instance.id`): what Kafka accepts for it, 1–249 of
+/// `[A-Za-z0-9._-]` (a Kubernetes pod name is one).
+fn parse_instance_id(v: &str) -> Result<String, ConfigError> {
+    let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if v.is_empty() || v.len() > 249 || !v.chars().all(legal) {
+        return Err(ConfigError::new(
+            "SIDEJOIN_INSTANCE_ID",
+            Some(v),
+            "expected 1 to 249 characters of A-Z, a-z, 0-9, '.', '_' and '-' (e.g. the pod name)",
+        ));
+    }
+    Ok(v.to_owned())
+}
+
+/// Passthrough properties: `(every client, consumer only, producer only)`. A property that
+/// starts with `consumer.` or `producer.` (`SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS`) is for
+/// that client alone; librdkafka has no property of its own with either prefix.
+type KafkaProperties = (
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+    Vec<(String, String)>,
+);
+
+fn kafka_properties(p: &mut Problems, props: Vec<(String, String, String)>) -> KafkaProperties {
+    let mut out: KafkaProperties = Default::default();
     for (prop, value, name) in props {
-        if OWNED_KAFKA_PROPERTIES.contains(&prop.as_str()) {
+        let (list, bare) = if let Some(bare) = prop.strip_prefix("consumer.") {
+            (&mut out.1, bare)
+        } else if let Some(bare) = prop.strip_prefix("producer.") {
+            (&mut out.2, bare)
+        } else {
+            (&mut out.0, prop.as_str())
+        };
+        if bare.is_empty() {
+            p.add(
+                &name,
+                None,
+                "expected SIDEJOIN_KAFKA_CONSUMER_<PROPERTY> or SIDEJOIN_KAFKA_PRODUCER_<PROPERTY>",
+            );
+        } else if OWNED_KAFKA_PROPERTIES.contains(&bare) {
             // The value is not echoed: passthrough values may be secrets.
             p.add(
                 &name,
                 None,
-                format!("`{prop}` is set by sidejoin itself and cannot be overridden"),
+                format!("`{bare}` is set by sidejoin itself and cannot be overridden"),
             );
         } else {
-            out.push((prop, value));
+            list.push((bare.to_owned(), value));
         }
     }
     out
@@ -287,6 +321,7 @@ pub fn load(
         .application_id
         .clone()
         .unwrap_or_else(|| "sidejoin".to_owned());
+    let (properties, consumer_properties, producer_properties) = kafka_properties(&mut p, kafka);
     let kafka = KafkaSpec {
         bootstrap_servers: raw.bootstrap_servers.clone(),
         dlq_topic: raw
@@ -294,7 +329,10 @@ pub fn load(
             .clone()
             .unwrap_or_else(|| format!("{application_id}.dlq")),
         application_id,
-        properties: kafka_properties(&mut p, kafka),
+        instance_id: opt(&mut p, &raw.instance_id, parse_instance_id),
+        properties,
+        consumer_properties,
+        producer_properties,
         guarantee: opt(&mut p, &raw.processing_guarantee, |v| {
             parse_enum(
                 "SIDEJOIN_PROCESSING_GUARANTEE",
@@ -393,6 +431,69 @@ mod tests {
         assert_eq!(c.kafka.dlq_topic, "sidejoin.dlq");
         assert_eq!(c.process.http_addr.port(), 9464);
         assert_eq!(c.output.key[0].name, "id");
+    }
+
+    #[test]
+    fn instance_id_takes_what_kafka_accepts() {
+        let base = [("SIDEJOIN_LEFT_KEY", "id"), ("SIDEJOIN_RIGHT_KEY", "id")];
+        let with = |id: &str| load_vars(&[base[0], base[1], ("SIDEJOIN_INSTANCE_ID", id)]);
+        let c = with("sidejoin-0").unwrap();
+        assert_eq!(c.kafka.instance_id.as_deref(), Some("sidejoin-0"));
+        assert_eq!(load_vars(&base).unwrap().kafka.instance_id, None);
+        for bad in ["", "pod/0", "a b", &"x".repeat(250)] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e.0[0].var, "SIDEJOIN_INSTANCE_ID", "{bad:?}");
+            assert!(e.0[0].message.contains("1 to 249 characters"), "{}", e.0[0]);
+        }
+        let e =
+            load_vars(&[base[0], base[1], ("SIDEJOIN_KAFKA_GROUP_INSTANCE_ID", "x")]).unwrap_err();
+        assert_eq!(e.0[0].var, "SIDEJOIN_KAFKA_GROUP_INSTANCE_ID");
+    }
+
+    #[test]
+    fn kafka_properties_for_one_client_are_apart() {
+        let c = load_vars(&[
+            ("SIDEJOIN_LEFT_KEY", "id"),
+            ("SIDEJOIN_RIGHT_KEY", "id"),
+            ("SIDEJOIN_KAFKA_SECURITY_PROTOCOL", "ssl"),
+            ("SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS", "6000"),
+            ("SIDEJOIN_KAFKA_PRODUCER_COMPRESSION_TYPE", "lz4"),
+        ])
+        .unwrap();
+        let pairs = |v: &[(String, String)]| {
+            v.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(pairs(&c.kafka.properties), ["security.protocol=ssl"]);
+        assert_eq!(
+            pairs(&c.kafka.consumer_properties),
+            ["session.timeout.ms=6000"]
+        );
+        assert_eq!(
+            pairs(&c.kafka.producer_properties),
+            ["compression.type=lz4"]
+        );
+        for (var, problem) in [
+            ("SIDEJOIN_KAFKA_CONSUMER_GROUP_ID", "set by sidejoin itself"),
+            (
+                "SIDEJOIN_KAFKA_PRODUCER_TRANSACTIONAL_ID",
+                "set by sidejoin itself",
+            ),
+            (
+                "SIDEJOIN_KAFKA_CONSUMER_",
+                "SIDEJOIN_KAFKA_CONSUMER_<PROPERTY>",
+            ),
+        ] {
+            let e = load_vars(&[
+                ("SIDEJOIN_LEFT_KEY", "id"),
+                ("SIDEJOIN_RIGHT_KEY", "id"),
+                (var, "x"),
+            ])
+            .unwrap_err();
+            assert_eq!(e.0[0].var, var);
+            assert!(e.0[0].message.contains(problem), "{}", e.0[0]);
+        }
     }
 
     #[test]

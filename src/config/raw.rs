@@ -20,6 +20,7 @@ pub struct RawConfig {
     // Kafka and process
     pub bootstrap_servers: Option<String>,
     pub application_id: Option<String>,
+    pub instance_id: Option<String>,
     pub left_topic: Option<String>,
     pub right_topic: Option<String>,
     pub output_topic: Option<String>,

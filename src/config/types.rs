@@ -239,8 +239,15 @@ pub enum LogFormat {
 pub struct KafkaSpec {
     pub bootstrap_servers: Option<String>,
     pub application_id: String,
-    /// librdkafka properties from `SIDEJOIN_KAFKA_*`: `(property, value)`. Values may be secret.
+    /// `group.instance.id` of this instance (static membership), from `SIDEJOIN_INSTANCE_ID`.
+    pub instance_id: Option<String>,
+    /// librdkafka properties from `SIDEJOIN_KAFKA_*`: `(property, value)`, for every client.
+    /// Values may be secret.
     pub properties: Vec<(String, String)>,
+    /// From `SIDEJOIN_KAFKA_CONSUMER_*`: the consumer only, after `properties`.
+    pub consumer_properties: Vec<(String, String)>,
+    /// From `SIDEJOIN_KAFKA_PRODUCER_*`: the producer only, after `properties`.
+    pub producer_properties: Vec<(String, String)>,
     pub guarantee: Guarantee,
     pub commit_interval_ms: i64,
     pub auto_offset_reset: OffsetReset,

@@ -1,13 +1,14 @@
 //! The consumer's librdkafka callbacks. They do no work: rebalances become events on a channel
-//! for the processing loop (which owns the state), statistics become consumer-lag gauges, and
-//! librdkafka's log lines go to `tracing`.
+//! for the processing loop (which owns the state), statistics become consumer-lag gauges and the
+//! brokers' reachability (no broker up: not ready), and librdkafka's log lines go to `tracing`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
 use rdkafka::TopicPartitionList;
@@ -18,7 +19,12 @@ use crate::metrics::Metrics;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Assignment {
     Assigned(Vec<(String, i32)>),
-    Revoked(Vec<(String, i32)>),
+    /// `lost`: the group already gave them away (e.g. the session timed out while no broker
+    /// was reachable), so their offsets can no longer be committed.
+    Revoked {
+        partitions: Vec<(String, i32)>,
+        lost: bool,
+    },
 }
 
 fn pairs(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
@@ -31,11 +37,17 @@ fn pairs(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
 pub struct JoinContext {
     events: Sender<Assignment>,
     metrics: Arc<Metrics>,
+    /// Whether the last statistics saw a broker up (to log changes once).
+    reachable: AtomicBool,
 }
 
 impl JoinContext {
     pub fn new(events: Sender<Assignment>, metrics: Arc<Metrics>) -> Self {
-        JoinContext { events, metrics }
+        JoinContext {
+            events,
+            metrics,
+            reachable: AtomicBool::new(true),
+        }
     }
 }
 
@@ -62,6 +74,19 @@ impl ClientContext for JoinContext {
     }
 
     fn stats(&self, statistics: Statistics) {
+        // Learned brokers only (bootstrap entries have node id -1).
+        let up = (statistics.brokers.values())
+            .filter(|b| b.nodeid >= 0 && b.state == "UP")
+            .count();
+        self.metrics.set_brokers_up(up);
+        let was = self.reachable.swap(up > 0, Ordering::Relaxed);
+        if was && up == 0 {
+            tracing::warn!(
+                "no broker reachable: not ready; librdkafka keeps reconnecting, processing resumes when one is back"
+            );
+        } else if !was && up > 0 {
+            tracing::info!("brokers reachable again ({up} up)");
+        }
         for (topic, t) in &statistics.topics {
             for (partition, p) in &t.partitions {
                 if *partition >= 0 && p.consumer_lag >= 0 {
@@ -78,10 +103,13 @@ impl ClientContext for JoinContext {
 }
 
 impl ConsumerContext for JoinContext {
-    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Revoke(tpl) = rebalance {
             // The receiver lives as long as the processing loop; a send error means it ended.
-            let _ = self.events.send(Assignment::Revoked(pairs(tpl)));
+            let _ = self.events.send(Assignment::Revoked {
+                partitions: pairs(tpl),
+                lost: consumer.assignment_lost(),
+            });
         }
     }
 

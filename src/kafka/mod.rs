@@ -14,8 +14,14 @@ use rdkafka::ClientConfig;
 use crate::config::{Config, OffsetReset};
 
 /// Properties every client gets: brokers, a client id, sidejoin's `defaults` for the role, then
-/// the user's passthrough properties (which may override the defaults).
-fn common(cfg: &Config, role: &str, defaults: &[(&str, &str)]) -> ClientConfig {
+/// the user's passthrough properties (which may override the defaults): the shared ones, then
+/// `own`, the role's.
+fn common(
+    cfg: &Config,
+    role: &str,
+    defaults: &[(&str, &str)],
+    own: &[(String, String)],
+) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set(
         "bootstrap.servers",
@@ -25,7 +31,7 @@ fn common(cfg: &Config, role: &str, defaults: &[(&str, &str)]) -> ClientConfig {
     for (k, v) in defaults {
         c.set(*k, *v);
     }
-    for (k, v) in &cfg.kafka.properties {
+    for (k, v) in cfg.kafka.properties.iter().chain(own) {
         c.set(k, v);
     }
     c
@@ -39,10 +45,23 @@ const CONSUMER_DEFAULTS: [(&str, &str); 2] = [
     ("queued.max.messages.kbytes", "16384"),
 ];
 
+/// Producer defaults: batches of up to 5 ms (librdkafka's default).
+const PRODUCER_DEFAULTS: [(&str, &str); 1] = [("linger.ms", "5")];
+
 /// The group consumer of both input topics: range assignment (partition i of both topics on one
-/// member), manual offset storage and commits, read_committed.
+/// member), manual offset storage and commits, read_committed; a static member when
+/// `SIDEJOIN_INSTANCE_ID` is set (a restart within the session timeout gets its partitions back
+/// without a rebalance, as Kafka Streams' `group.instance.id`).
 pub fn consumer_config(cfg: &Config) -> ClientConfig {
-    let mut c = common(cfg, "consumer", &CONSUMER_DEFAULTS);
+    let mut c = common(
+        cfg,
+        "consumer",
+        &CONSUMER_DEFAULTS,
+        &cfg.kafka.consumer_properties,
+    );
+    if let Some(id) = &cfg.kafka.instance_id {
+        c.set("group.instance.id", id);
+    }
     c.set("group.id", &cfg.kafka.application_id)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
@@ -62,17 +81,21 @@ pub fn consumer_config(cfg: &Config) -> ClientConfig {
 /// The idempotent producer of output (and dead-letter) records. Keyed records get an explicit
 /// partition from `partitioner`; keyless ones use librdkafka's `murmur2_random` (random).
 pub fn producer_config(cfg: &Config) -> ClientConfig {
-    let mut c = common(cfg, "producer", &[]);
+    let mut c = common(
+        cfg,
+        "producer",
+        &PRODUCER_DEFAULTS,
+        &cfg.kafka.producer_properties,
+    );
     c.set("enable.idempotence", "true")
         .set("acks", "all")
-        .set("partitioner", "murmur2_random")
-        .set("linger.ms", "5");
+        .set("partitioner", "murmur2_random");
     c
 }
 
 /// A plain client for metadata and topic creation.
 pub fn admin_config(cfg: &Config) -> ClientConfig {
-    common(cfg, "admin", &[])
+    common(cfg, "admin", &[], &[])
 }
 
 /// A client error as text, with the offending property's value left out: the value may be a
@@ -96,11 +119,18 @@ pub fn redact(e: &rdkafka::error::KafkaError) -> String {
 
 /// The passthrough property names (values are never shown: they may be secrets).
 pub fn describe_properties(cfg: &Config) -> String {
-    let names: Vec<&str> = cfg
-        .kafka
-        .properties
-        .iter()
-        .map(|(k, _)| k.as_str())
+    let k = &cfg.kafka;
+    let names: Vec<String> = (k.properties.iter().map(|(p, _)| p.clone()))
+        .chain(
+            k.consumer_properties
+                .iter()
+                .map(|(p, _)| format!("consumer {p}")),
+        )
+        .chain(
+            k.producer_properties
+                .iter()
+                .map(|(p, _)| format!("producer {p}")),
+        )
         .collect();
     if names.is_empty() {
         "none".to_owned()

@@ -47,6 +47,10 @@ pub enum RunError {
     Http(std::io::Error),
     #[error("state: {0}")]
     State(String),
+    /// The consumer can no longer work, e.g. fenced by another instance with the same
+    /// `SIDEJOIN_INSTANCE_ID`.
+    #[error("the consumer failed fatally: {0}")]
+    ConsumerFatal(String),
     #[error("the processing thread panicked: {0}")]
     Panicked(String),
 }

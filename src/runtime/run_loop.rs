@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
@@ -207,12 +208,25 @@ impl Loop<'_> {
     fn apply_assignments(&mut self, consumer: &BaseConsumer<JoinContext>) -> Result<(), RunError> {
         while let Ok(event) = self.events.try_recv() {
             match event {
-                Assignment::Revoked(list) => {
-                    tracing::info!("partitions revoked: {list:?}");
-                    // Persist what was done for them while their offsets can still be committed.
-                    self.drain(consumer, CommitMode::Sync)?;
-                    for p in &list {
-                        self.assigned.remove(p);
+                Assignment::Revoked { partitions, lost } => {
+                    if lost {
+                        // Committing would only wait for a coordinator that no longer counts
+                        // this member: persist locally (the state carries its offsets, so a
+                        // later owner of this volume resumes exactly), commit nothing.
+                        tracing::warn!(
+                            "partitions lost (the group gave them away): {partitions:?}"
+                        );
+                        for p in &partitions {
+                            self.assigned.remove(p);
+                        }
+                        self.drain(consumer, CommitMode::Async)?;
+                    } else {
+                        tracing::info!("partitions revoked: {partitions:?}");
+                        // Persist what was done for them while their offsets can be committed.
+                        self.drain(consumer, CommitMode::Sync)?;
+                        for p in &partitions {
+                            self.assigned.remove(p);
+                        }
                     }
                 }
                 Assignment::Assigned(list) => {
@@ -299,6 +313,14 @@ impl Loop<'_> {
                     }
                 }
                 Some(Err(e)) => {
+                    if let Some((code, reason)) = consumer.client().fatal_error() {
+                        let hint = if code == RDKafkaErrorCode::FencedInstanceId {
+                            " (another running instance has the same SIDEJOIN_INSTANCE_ID)"
+                        } else {
+                            ""
+                        };
+                        return Err(RunError::ConsumerFatal(format!("{code:?}: {reason}{hint}")));
+                    }
                     tracing::warn!("consume error: {e}");
                     break;
                 }

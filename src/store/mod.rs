@@ -380,23 +380,20 @@ impl JoinState for RocksState {
         let writes = std::mem::take(&mut self.open);
         self.open_writes = 0;
         // In key order: RocksDB's memtable inserts a sorted batch next to the previous key
-        // instead of searching its skip list from the top for each.
-        let mut sorted: Vec<(Vec<u8>, Option<&StateValue>)> = Vec::with_capacity(writes.len());
-        for (group, items) in writes.iter() {
+        // instead of searching its skip list from the top for each. Groups are prefix-free and
+        // a group's items are in order, so sorting the groups sorts the keys.
+        let mut groups: Vec<_> = writes.iter().collect();
+        groups.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut batch = WriteBatch::default();
+        for (group, items) in groups {
             for (item, value) in items.iter() {
                 key_into(&mut self.key, group, item);
-                sorted.push((self.key.clone(), value.as_ref()));
+                match value {
+                    Some(v) => batch.put(&self.key, codec::encode(v)),
+                    None => batch.delete(&self.key),
+                }
             }
         }
-        sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut batch = WriteBatch::default();
-        for (key, value) in &sorted {
-            match value {
-                Some(v) => batch.put(key, codec::encode(v)),
-                None => batch.delete(key),
-            }
-        }
-        drop(sorted);
         self.sealed.push_back(Sealed { id, writes, batch });
         Ok(id)
     }

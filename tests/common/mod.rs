@@ -11,3 +11,4 @@ pub mod kafka;
 pub mod props;
 pub mod reference;
 pub mod rocks;
+pub mod upsert;

@@ -1,0 +1,114 @@
+//! Upsert tables for the real-broker tests: an output topic folded as a table, replay's table of
+//! the same input, and a wait until the two agree.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sidejoin::config::{self, Mode};
+use sidejoin::engine::MemoryState;
+use sidejoin::replay::{self, ReplayOptions};
+
+use super::kafka;
+
+/// The join both crash-style tests run: left rows `{id, k, v}` (primary key id) left-joined on k
+/// with right rows `{k, w}` (primary key k), upsert output keyed by id.
+pub fn left_join_env() -> Vec<(String, String)> {
+    [
+        ("SIDEJOIN_JOIN_TYPE", "left"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
+        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
+        (
+            "SIDEJOIN_SELECT",
+            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
+        ),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// A left record of `left_join_env`'s join, keyed by k: `(left?, key, value, timestamp)`.
+pub fn left_row(id: u64, k: u64, v: u64, ts: i64) -> (bool, String, String, i64) {
+    let value = json!({"id": id, "k": k, "v": v}).to_string();
+    (true, k.to_string(), value, ts)
+}
+
+/// A right record of `left_join_env`'s join, keyed by k.
+pub fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
+    (
+        false,
+        k.to_string(),
+        json!({"k": k, "w": w}).to_string(),
+        ts,
+    )
+}
+
+/// Folds upsert records into a table: key → last value, tombstones removing the key.
+pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
+    let mut table = BTreeMap::new();
+    for (k, v) in records {
+        if v.is_null() {
+            table.remove(&k.to_string());
+        } else {
+            table.insert(k.to_string(), v);
+        }
+    }
+    table
+}
+
+/// The upsert table `sidejoin replay` gives for `records` — `(left side?, value JSON, timestamp)`
+/// in production order — under the join of `env`.
+pub fn replay_table(
+    env: &[(String, String)],
+    records: &[(bool, String, i64)],
+) -> BTreeMap<String, Value> {
+    let lines: Vec<String> = records
+        .iter()
+        .map(|(left, v, ts)| {
+            let value: Value = serde_json::from_str(v).unwrap();
+            let side = if *left { "left" } else { "right" };
+            json!({"side": side, "key": null, "value": value, "timestamp": ts}).to_string()
+        })
+        .collect();
+    let cfg = config::load(env.to_vec(), Mode::Replay).unwrap();
+    let (mut o, mut e) = (Vec::new(), Vec::new());
+    replay::replay(
+        &cfg,
+        MemoryState::new(),
+        lines.join("\n").as_bytes(),
+        &mut o,
+        &mut e,
+        ReplayOptions { records: true },
+    )
+    .unwrap();
+    fold(String::from_utf8(o).unwrap().lines().map(|l| {
+        let v: Value = serde_json::from_str(l).unwrap();
+        (v["key"].clone(), v["value"].clone())
+    }))
+}
+
+/// Reads `topic` until, folded, it equals `want` (it may still be growing); fails at `deadline`
+/// with how many keys differ.
+pub fn wait_for_table(topic: &str, want: &BTreeMap<String, Value>, deadline: Instant) {
+    loop {
+        let got = fold(
+            kafka::read_to_end(topic, Duration::from_secs(60))
+                .iter()
+                .map(|r| (r.key_json(), r.value_json())),
+        );
+        if &got == want {
+            return;
+        }
+        let differing = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
+        assert!(
+            Instant::now() < deadline,
+            "the upsert table differs from replay: {differing} of {} keys differ, {} keys in the topic",
+            want.len(),
+            got.len()
+        );
+    }
+}
