@@ -43,7 +43,7 @@ MONITOR_APIS = ["monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.co
 SECRET_NAME = re.compile(r"(PASSWORD|SECRET|TOKEN)")
 # Variables the chart renders only when set that other work is adding to sidejoin: a binary that
 # does not know them yet is checked without them.
-PENDING_OK = {"SIDEJOIN_WORKERS", "SIDEJOIN_SCHEMA_REGISTRY_USERNAME", "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD"}
+PENDING_OK = {"SIDEJOIN_WORKERS"}
 
 failures = []
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README "Run the tests"): every test suite, the Kafka ones against a real
-# local broker that this script starts (scripts/kafka.sh) and always stops.
+# local broker and the Avro ones against a real schema registry (Apicurio), both started by this
+# script (scripts/kafka.sh, scripts/registry.sh) and always stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The build scripts/demo.sh made (same target dir, same dependency features): a first demo
@@ -10,4 +11,5 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
 TEST_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-test-state.XXXXXX")
 export TEST_STATE_DIR
 trap 'rm -rf "$TEST_STATE_DIR"' EXIT
-scripts/kafka.sh with-broker -- cargo test --release --no-fail-fast "$@"
+scripts/kafka.sh with-broker -- scripts/registry.sh with-registry -- \
+  cargo test --release --no-fail-fast "$@"

@@ -2,6 +2,7 @@
 //! flood. The engine (`engine`) is pure; formats, output modes, replay, Kafka (`runtime`, `kafka`),
 //! metrics and HTTP are edges around it.
 
+pub mod avro;
 pub mod changelog;
 pub mod check;
 pub mod config;

@@ -438,3 +438,64 @@ fn csv_settings() {
         ],
     );
 }
+
+#[test]
+fn schema_registry() {
+    let e = config_error(
+        "check",
+        &[
+            ("SIDEJOIN_SCHEMA_REGISTRY_URL", "registry:8081"),
+            ("SIDEJOIN_SCHEMA_REGISTRY_TIMEOUT", "soon"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_SCHEMA_REGISTRY_URL",
+            "registry:8081",
+            "http://",
+            "SIDEJOIN_SCHEMA_REGISTRY_TIMEOUT",
+        ],
+    );
+    // Credentials belong in their own variables; the URL holding them is not echoed.
+    let e = config_error(
+        "check",
+        &[(
+            "SIDEJOIN_SCHEMA_REGISTRY_URL",
+            "https://u:secret@registry:8081",
+        )],
+        true,
+    );
+    assert_names(&e, &["SIDEJOIN_SCHEMA_REGISTRY_USERNAME"]);
+    assert!(!e.contains("secret"), "{e}");
+    let e = config_error(
+        "check",
+        &[("SIDEJOIN_SCHEMA_REGISTRY_PASSWORD", "pw")],
+        true,
+    );
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
+            "needs SIDEJOIN_SCHEMA_REGISTRY_URL",
+        ],
+    );
+    assert!(!e.contains("pw\n") && !e.contains("\"pw\""), "{e}");
+    // `run` with an Avro side needs the registry.
+    let e = config_error(
+        "run",
+        &[
+            ("SIDEJOIN_BOOTSTRAP_SERVERS", "127.0.0.1:1"),
+            ("SIDEJOIN_LEFT_TOPIC", "l"),
+            ("SIDEJOIN_RIGHT_TOPIC", "r"),
+            ("SIDEJOIN_OUTPUT_TOPIC", "o"),
+            ("SIDEJOIN_LEFT_FORMAT", "debezium-avro"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &["SIDEJOIN_LEFT_FORMAT", "SIDEJOIN_SCHEMA_REGISTRY_URL"],
+    );
+}

@@ -200,11 +200,11 @@ pub(super) fn run_requirements(
     // Specified, but not in this build's run mode yet; replay accepts them.
     let not_yet = "is not supported by `sidejoin run` in this version (replay supports it); see README \"Status\"";
     for s in [&join.left, &join.right] {
-        if s.format.is_avro() {
+        if s.format.is_avro() && raw.schema_registry_url.is_none() {
             p.add(
                 format!("SIDEJOIN_{}_FORMAT", s.side.var()),
                 Some(s.format.name()),
-                format!("Avro input {not_yet}"),
+                "Avro input needs SIDEJOIN_SCHEMA_REGISTRY_URL (the writer schemas are fetched by id)",
             );
         }
         if let Some(h) = &s.hash_by {
@@ -222,11 +222,11 @@ pub(super) fn run_requirements(
             format!("broadcast {not_yet}"),
         );
     }
-    if output.format == OutputFormat::Avro {
+    if output.format == OutputFormat::Avro && raw.schema_registry_url.is_none() {
         p.add(
             "SIDEJOIN_OUTPUT_FORMAT",
             Some("avro"),
-            format!("Avro output {not_yet}"),
+            "Avro output needs SIDEJOIN_SCHEMA_REGISTRY_URL (its schemas are registered there)",
         );
     }
     if raw

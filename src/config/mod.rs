@@ -63,6 +63,74 @@ fn duration(p: &mut Problems, name: &str, value: &Option<String>, default: i64) 
     opt(p, value, |s| parse_duration_ms(&v, s, false)).unwrap_or(default)
 }
 
+/// `SIDEJOIN_SCHEMA_REGISTRY_*`: the registry, when its URL is set (the others need it).
+fn registry(p: &mut Problems, raw: &RawConfig) -> Option<RegistrySpec> {
+    let timeout_ms = duration(
+        p,
+        "SCHEMA_REGISTRY_TIMEOUT",
+        &raw.schema_registry_timeout,
+        10_000,
+    );
+    let Some(url) = raw.schema_registry_url.as_deref().map(str::trim) else {
+        for (name, v) in [
+            (
+                "SIDEJOIN_SCHEMA_REGISTRY_USERNAME",
+                &raw.schema_registry_username,
+            ),
+            (
+                "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
+                &raw.schema_registry_password,
+            ),
+            (
+                "SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION",
+                &raw.schema_registry_ca_location,
+            ),
+        ] {
+            if v.is_some() {
+                p.add(name, None, "needs SIDEJOIN_SCHEMA_REGISTRY_URL");
+            }
+        }
+        return None;
+    };
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    let host = url.split_once("://").map_or("", |(_, rest)| rest);
+    if !scheme_ok || host.is_empty() {
+        p.add(
+            "SIDEJOIN_SCHEMA_REGISTRY_URL",
+            Some(url),
+            "expected an http:// or https:// URL, e.g. http://registry:8081",
+        );
+    } else if host.split('/').next().unwrap_or_default().contains('@') {
+        // Credentials in the URL would end up in logs; they have their own variables.
+        p.add(
+            "SIDEJOIN_SCHEMA_REGISTRY_URL",
+            None,
+            "must not hold credentials: use SIDEJOIN_SCHEMA_REGISTRY_USERNAME/_PASSWORD",
+        );
+    }
+    if raw.schema_registry_password.is_some() && raw.schema_registry_username.is_none() {
+        p.add(
+            "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
+            None,
+            "needs SIDEJOIN_SCHEMA_REGISTRY_USERNAME",
+        );
+    }
+    if timeout_ms <= 0 {
+        p.add(
+            "SIDEJOIN_SCHEMA_REGISTRY_TIMEOUT",
+            raw.schema_registry_timeout.as_deref(),
+            "must be positive, e.g. 10s",
+        );
+    }
+    Some(RegistrySpec {
+        url: url.to_owned(),
+        username: raw.schema_registry_username.clone(),
+        password: raw.schema_registry_password.clone(),
+        ca_location: raw.schema_registry_ca_location.clone(),
+        timeout_ms,
+    })
+}
+
 fn boolean(p: &mut Problems, name: &str, value: &Option<String>, default: bool) -> bool {
     let v = var(name);
     opt(p, value, |s| parse_bool(&v, s)).unwrap_or(default)
@@ -293,7 +361,7 @@ pub fn load(
             )
         })
         .unwrap_or(OffsetReset::Earliest),
-        schema_registry_url: raw.schema_registry_url.clone(),
+        registry: registry(&mut p, &raw),
     };
     let process = ProcessSpec {
         http_addr: http_addr(&mut p, &raw),

@@ -35,6 +35,10 @@ pub struct RawConfig {
     pub commit_interval: Option<String>,
     pub auto_offset_reset: Option<String>,
     pub schema_registry_url: Option<String>,
+    pub schema_registry_username: Option<String>,
+    pub schema_registry_password: Option<String>,
+    pub schema_registry_ca_location: Option<String>,
+    pub schema_registry_timeout: Option<String>,
     // Join
     pub join_type: Option<String>,
     pub left_key: Option<String>,

@@ -292,8 +292,34 @@ pub struct KafkaSpec {
     pub guarantee: Guarantee,
     pub commit_interval_ms: i64,
     pub auto_offset_reset: OffsetReset,
-    pub schema_registry_url: Option<String>,
+    /// The schema registry of the Avro formats (`SIDEJOIN_SCHEMA_REGISTRY_*`), when configured.
+    pub registry: Option<RegistrySpec>,
     pub dlq_topic: String,
+}
+
+/// A Confluent-compatible schema registry. `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RegistrySpec {
+    /// Base URL, e.g. `http://registry:8081` or Apicurio's `http://host:8080/apis/ccompat/v7`.
+    pub url: String,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// A PEM file of CA certificates trusted for an https registry.
+    pub ca_location: Option<String>,
+    /// Per request, connect to last byte.
+    pub timeout_ms: i64,
+}
+
+impl std::fmt::Debug for RegistrySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistrySpec")
+            .field("url", &self.url)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("ca_location", &self.ca_location)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,6 +24,9 @@ pub enum StartupError {
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("stopped while waiting for Kafka")]
     Cancelled,
+    /// The schema registry refused sidejoin (credentials, a bad CA file, …).
+    #[error("schema registry: {0}")]
+    Registry(String),
 }
 
 /// Partition counts of the topics sidejoin uses.

@@ -2,8 +2,13 @@
 //! the passthrough that copies keys and values unchanged — the physical limit sidejoin is
 //! measured against, run by the very same consumer, producer and commit code.
 
+use tokio_util::sync::CancellationToken;
+
+use crate::avro::output::AvroOutput;
+use crate::avro::registry::Registry;
+use crate::avro::AvroInput;
 use crate::changelog::{Partition, Side};
-use crate::config::Config;
+use crate::config::{Config, OutputFormat};
 use crate::engine::state::Checkpoint;
 use crate::engine::JoinState;
 use crate::format::DecodeError;
@@ -24,6 +29,11 @@ pub struct InRecord<'a> {
 }
 
 pub trait Processor: Send {
+    /// Before consuming: waits for what processing needs besides Kafka (the schema registry of
+    /// Avro formats); `Ok(false)` when `shutdown` came first, `Err` a fatal startup problem.
+    fn prepare(&mut self, _shutdown: &CancellationToken) -> Result<bool, String> {
+        Ok(true)
+    }
     /// Handles one record at processing time `now` (epoch ms), appending what to produce.
     fn process(
         &mut self,
@@ -58,17 +68,55 @@ pub trait Processor: Send {
 /// The join, over any state store.
 pub struct JoinProcessor<S: JoinState> {
     pipeline: Pipeline<S>,
+    /// Decodes the Avro sides' records to JSON before the pipeline; `Err`: it could not be set
+    /// up, reported by `prepare`.
+    avro: Result<Option<AvroInput>, String>,
+    /// `SIDEJOIN_OUTPUT_FORMAT=avro`: set up by `prepare` (its schemas are registered then).
+    avro_out: Option<AvroOutput>,
+    /// The configuration, for `prepare`.
+    config: Config,
+    /// The JSON records of one input, before they are re-encoded as Avro.
+    json_out: Records,
 }
 
 impl<S: JoinState> JoinProcessor<S> {
     pub fn new(config: &Config, state: S) -> Self {
         JoinProcessor {
             pipeline: Pipeline::new(config, state),
+            avro: AvroInput::new(config),
+            avro_out: None,
+            config: config.clone(),
+            json_out: Records::default(),
         }
     }
 }
 
 impl<S: JoinState + Send> Processor for JoinProcessor<S> {
+    fn prepare(&mut self, shutdown: &CancellationToken) -> Result<bool, String> {
+        let ready = match &self.avro {
+            Ok(Some(avro)) => avro.wait_for_registry(shutdown)?,
+            Ok(None) => true,
+            Err(e) => return Err(e.clone()),
+        };
+        if !ready || self.config.output.format != OutputFormat::Avro {
+            return Ok(ready);
+        }
+        let spec = self
+            .config
+            .kafka
+            .registry
+            .as_ref()
+            .ok_or("Avro output needs SIDEJOIN_SCHEMA_REGISTRY_URL")?;
+        let registry = Registry::new(spec)?;
+        match AvroOutput::prepare(&self.config, &registry, shutdown)? {
+            Some(out) => {
+                self.avro_out = Some(out);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     fn process(
         &mut self,
         rec: &InRecord<'_>,
@@ -81,9 +129,20 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
             timestamp: rec.timestamp,
             processing_time: now,
         };
-        let error = self.pipeline.process(origin, rec.key, rec.value);
-        self.pipeline.records(rec.timestamp, out);
-        error.map_or(Ok(()), Err)
+        let error = match &mut self.avro {
+            Ok(Some(avro)) if avro.is_avro(rec.side) => {
+                match avro.decode(rec.side, rec.key, rec.value) {
+                    Ok((key, value)) => self.pipeline.process(origin, key, value),
+                    Err(e) => self.pipeline.process_decoded(origin, Err(e)),
+                }
+            }
+            _ => self.pipeline.process(origin, rec.key, rec.value),
+        };
+        let encoded = self.records(rec.timestamp, out);
+        match (error, encoded) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(())) => Ok(()),
+        }
     }
 
     fn dispatch(&mut self) -> ErrorAction {
@@ -92,7 +151,10 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
 
     fn tick(&mut self, now: i64, out: &mut Records) {
         self.pipeline.tick(now);
-        self.pipeline.records(now, out);
+        if let Err(e) = self.records(now, out) {
+            // No input record to dead-letter: what processing time released is lost, loudly.
+            tracing::error!("output records released by processing time were not written: {e}");
+        }
     }
 
     fn assigned(&mut self, partitions: &[Partition], now: i64) {
@@ -136,6 +198,23 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
         for side in Side::BOTH {
             if let Some(w) = self.pipeline.engine().watermark(side) {
                 metrics.set_watermark(side, w);
+            }
+        }
+    }
+}
+
+impl<S: JoinState> JoinProcessor<S> {
+    /// Appends the output records of the pipeline's last step, as JSON or re-encoded as Avro.
+    fn records(&mut self, timestamp: i64, out: &mut Records) -> Result<(), DecodeError> {
+        match &mut self.avro_out {
+            None => {
+                self.pipeline.records(timestamp, out);
+                Ok(())
+            }
+            Some(avro) => {
+                self.json_out.clear();
+                self.pipeline.records(timestamp, &mut self.json_out);
+                avro.convert(&self.json_out, out)
             }
         }
     }

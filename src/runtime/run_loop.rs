@@ -392,6 +392,11 @@ pub fn run_blocking(
         Err(e) => return Err(e.into()),
     };
     let topology = admin::check_topics(cfg, &md)?;
+    match processor.prepare(shutdown) {
+        Ok(true) => {}
+        Ok(false) => return Ok(()),
+        Err(e) => return Err(RunError::Startup(StartupError::Registry(e))),
+    }
     if cfg.process.on_error == OnError::Dlq {
         admin::ensure_topic(cfg, &md, &cfg.kafka.dlq_topic, 1)?;
     }

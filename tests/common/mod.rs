@@ -3,6 +3,7 @@
 //! property suite. Every suite is generic over a `JoinState` factory so any store can run it.
 #![allow(dead_code)]
 
+pub mod avro;
 pub mod compare;
 pub mod fixtures;
 pub mod interval_props;

@@ -1,0 +1,110 @@
+//! Avro in the Confluent wire format, with a Confluent-compatible schema registry (SPEC §2, §5).
+//!
+//! Input: `input` turns framed Avro keys and values into the JSON text the JSON decoders read,
+//! with writer schemas fetched by id (`schemas`, `registry`) and mapped to JSON as `json` says.
+//! Nothing past the decoders knows a record was Avro. Replay takes Avro records as JSON already
+//! and never comes here.
+//!
+//! Output: `output` registers the output schemas at start and re-encodes the JSON records the
+//! output modes build (`encode`); replay prints JSON whatever the output format.
+
+pub mod encode;
+pub mod input;
+pub mod json;
+pub mod output;
+pub mod registry;
+pub mod schemas;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::changelog::Side;
+use crate::config::{Config, Envelope};
+use crate::format::DecodeError;
+use registry::{Registry, RegistryError};
+use schemas::SchemaCache;
+
+/// The Avro decoding of the sides whose format is Avro.
+pub struct AvroInput {
+    schemas: SchemaCache,
+    /// The envelope of each Avro side; `None` for a JSON side.
+    envelopes: [Option<Envelope>; 2],
+    scratch: input::Decoded,
+}
+
+impl AvroInput {
+    /// `None` when neither side is Avro. Fails when the registry cannot be set up (its CA file).
+    pub fn new(config: &Config) -> Result<Option<Self>, String> {
+        let envelope = |side: Side| {
+            let s = config.join.side(side);
+            s.format.is_avro().then(|| s.format.envelope())
+        };
+        let envelopes = [envelope(Side::Left), envelope(Side::Right)];
+        if envelopes.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let spec = config
+            .kafka
+            .registry
+            .as_ref()
+            .ok_or("Avro input needs SIDEJOIN_SCHEMA_REGISTRY_URL")?;
+        Ok(Some(AvroInput {
+            schemas: SchemaCache::new(Registry::new(spec)?),
+            envelopes,
+            scratch: input::Decoded::default(),
+        }))
+    }
+
+    /// Is `side` Avro?
+    pub fn is_avro(&self, side: Side) -> bool {
+        self.envelopes[side.index()].is_some()
+    }
+
+    /// The JSON key and value of an Avro record of `side` (which must be Avro).
+    pub fn decode<'s>(
+        &'s mut self,
+        side: Side,
+        key: Option<&'s [u8]>,
+        value: Option<&[u8]>,
+    ) -> Result<input::JsonRecord<'s>, DecodeError> {
+        let envelope = self.envelopes[side.index()].expect("an Avro side");
+        self.scratch.decode(&mut self.schemas, envelope, key, value)
+    }
+
+    /// Waits until the registry answers (SPEC §8: unreachable → retry with backoff, not ready,
+    /// log clearly); `false` when `shutdown` came first.
+    pub fn wait_for_registry(&self, shutdown: &CancellationToken) -> Result<bool, String> {
+        wait_for(self.schemas.registry(), shutdown)
+    }
+}
+
+/// Pings `registry` until it answers, with backoff; `Ok(false)` when cancelled, `Err` when it
+/// refuses (e.g. bad credentials).
+pub fn wait_for(registry: &Registry, shutdown: &CancellationToken) -> Result<bool, String> {
+    let mut wait = std::time::Duration::from_millis(200);
+    let mut attempts = 0u32;
+    loop {
+        match registry.ping() {
+            Ok(()) => {
+                if attempts > 0 {
+                    tracing::info!("schema registry {} is reachable", registry.url());
+                }
+                return Ok(true);
+            }
+            Err(e @ RegistryError::Unavailable(_)) => {
+                attempts += 1;
+                tracing::warn!(
+                    "{e}; not ready, retrying in {wait:?} (attempt {attempts}; SIDEJOIN_SCHEMA_REGISTRY_URL)"
+                );
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+        let deadline = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < deadline {
+            if shutdown.is_cancelled() {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        wait = (wait * 2).min(std::time::Duration::from_secs(5));
+    }
+}

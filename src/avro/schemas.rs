@@ -1,0 +1,135 @@
+//! Writer schemas by id, fetched from the registry once and cached for the life of the process
+//! (a registered id never changes its schema). Unknown ids are remembered for a while so that a
+//! stream of records with forged ids does not turn into a stream of registry requests; an
+//! unreachable registry is retried with backoff, blocking the caller (the record must wait for
+//! its schema: dropping or dead-lettering it would lose a good record).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apache_avro::schema::{Names, ResolvedSchema};
+use apache_avro::Schema;
+use rustc_hash::FxHashMap;
+
+use super::registry::{Registry, RegistryError};
+
+/// How long an id the registry does not know is answered from memory.
+const UNKNOWN_TTL: Duration = Duration::from_secs(30);
+/// At most this many unknown ids are remembered (forged ids are unbounded).
+const UNKNOWN_MAX: usize = 10_000;
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+pub struct SchemaCache {
+    registry: Registry,
+    known: FxHashMap<u32, Arc<WriterSchema>>,
+    unknown: FxHashMap<u32, (Instant, String)>,
+}
+
+impl SchemaCache {
+    pub fn new(registry: Registry) -> Self {
+        SchemaCache {
+            registry,
+            known: FxHashMap::default(),
+            unknown: FxHashMap::default(),
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The schema `id`, or why there is none (unknown id, not a valid Avro schema).
+    pub fn get(&mut self, id: u32) -> Result<Arc<WriterSchema>, String> {
+        if let Some(s) = self.known.get(&id) {
+            return Ok(s.clone());
+        }
+        if let Some((at, why)) = self.unknown.get(&id) {
+            if at.elapsed() < UNKNOWN_TTL {
+                return Err(why.clone());
+            }
+        }
+        match self.fetch(id) {
+            Ok(s) => {
+                self.unknown.remove(&id);
+                self.known.insert(id, s.clone());
+                Ok(s)
+            }
+            Err(why) => {
+                if self.unknown.len() >= UNKNOWN_MAX {
+                    self.unknown.clear();
+                }
+                self.unknown.insert(id, (Instant::now(), why.clone()));
+                Err(why)
+            }
+        }
+    }
+
+    fn fetch(&self, id: u32) -> Result<Arc<WriterSchema>, String> {
+        let text = retry(&format!("fetching schema id {id}"), || {
+            self.registry.schema_by_id(id)
+        })
+        .map_err(|e| match e {
+            RegistryError::NotFound(m) => format!("unknown schema id {id} (registry: {m})"),
+            other => format!("schema id {id}: {other}"),
+        })?;
+        let schema = Schema::parse_str(&text)
+            .map_err(|e| format!("schema id {id} is not a valid Avro schema: {e}"))?;
+        WriterSchema::new(schema)
+            .map(Arc::new)
+            .map_err(|e| format!("schema id {id} {e}"))
+    }
+}
+
+/// A parsed schema with its named types, to follow references.
+pub struct WriterSchema {
+    pub root: Schema,
+    pub names: Names,
+}
+
+impl WriterSchema {
+    pub fn new(root: Schema) -> Result<Self, String> {
+        let names = ResolvedSchema::new(&root)
+            .map_err(|e| format!("cannot be resolved: {e}"))?
+            .get_names()
+            .iter()
+            .map(|(n, s)| (n.clone(), (*s).clone()))
+            .collect();
+        Ok(WriterSchema { root, names })
+    }
+
+    /// Parses an Avro schema's JSON text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let schema =
+            Schema::parse_str(text).map_err(|e| format!("is not a valid Avro schema: {e}"))?;
+        Self::new(schema)
+    }
+}
+
+/// Runs `request` until it succeeds or fails for a reason retrying will not change, waiting
+/// with exponential backoff (capped) and logging while the registry is unavailable.
+pub fn retry<T>(
+    what: &str,
+    mut request: impl FnMut() -> Result<T, RegistryError>,
+) -> Result<T, RegistryError> {
+    let mut wait = BACKOFF_MIN;
+    let mut attempts = 0u32;
+    loop {
+        match request() {
+            Err(e) if e.is_retryable() => {
+                attempts += 1;
+                if attempts == 1 || attempts.is_power_of_two() {
+                    tracing::warn!("{what}: {e}; retrying (attempt {attempts}, next in {wait:?})");
+                }
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(BACKOFF_MAX);
+            }
+            other => {
+                if attempts > 0 && other.is_ok() {
+                    tracing::info!("{what}: the schema registry answered after {attempts} retries");
+                }
+                return other;
+            }
+        }
+    }
+}
