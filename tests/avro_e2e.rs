@@ -9,35 +9,10 @@ use std::time::Duration;
 
 use common::avro::{self, Writer};
 use common::kafka::{self, Sidejoin};
+use common::upsert::replay_records;
 use serde_json::{json, Value};
-use sidejoin::config::{self, Mode};
-use sidejoin::engine::MemoryState;
-use sidejoin::replay::{self, ReplayOptions};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-fn replay_records(env: &[(String, String)], lines: &[String]) -> Vec<(Value, Value)> {
-    let cfg = config::load(env.to_vec(), Mode::Replay).expect("config");
-    let input = lines.join("\n");
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    replay::replay(
-        &cfg,
-        MemoryState::new(),
-        input.as_bytes(),
-        &mut out,
-        &mut err,
-        ReplayOptions { records: true },
-    )
-    .expect("replay");
-    String::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (v["key"].clone(), v["value"].clone())
-        })
-        .collect()
-}
 
 fn env_of(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

@@ -1,5 +1,6 @@
-//! Upsert tables for the real-broker tests: an output topic folded as a table, replay's table of
-//! the same input, and a wait until the two agree.
+//! Replay's output and upsert tables for the real-broker tests: replay's records of an input,
+//! an output topic folded as a table, replay's table of the same input, and a wait until the two
+//! agree.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -74,21 +75,31 @@ pub fn replay_table(
             json!({"side": side, "key": null, "value": value, "timestamp": ts}).to_string()
         })
         .collect();
-    let cfg = config::load(env.to_vec(), Mode::Replay).unwrap();
-    let (mut o, mut e) = (Vec::new(), Vec::new());
+    fold(replay_records(env, &lines))
+}
+
+/// Replays `lines` in process with `env` and returns its `--records` output as (key, value).
+pub fn replay_records(env: &[(String, String)], lines: &[String]) -> Vec<(Value, Value)> {
+    let cfg = config::load(env.to_vec(), Mode::Replay).expect("config");
+    let input = lines.join("\n");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
     replay::replay(
         &cfg,
         MemoryState::new(),
-        lines.join("\n").as_bytes(),
-        &mut o,
-        &mut e,
+        input.as_bytes(),
+        &mut out,
+        &mut err,
         ReplayOptions { records: true },
     )
-    .unwrap();
-    fold(String::from_utf8(o).unwrap().lines().map(|l| {
-        let v: Value = serde_json::from_str(l).unwrap();
-        (v["key"].clone(), v["value"].clone())
-    }))
+    .expect("replay");
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["key"].clone(), v["value"].clone())
+        })
+        .collect()
 }
 
 /// Reads `topic` until, folded, it equals `want` (it may still be growing); fails at `deadline`
