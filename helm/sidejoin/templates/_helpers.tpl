@@ -129,6 +129,7 @@ The SIDEJOIN_* variables with plain values, as a dict NAME -> value (unset value
   (list "SIDEJOIN_KAFKA_SASL_MECHANISMS" $k.sasl.mechanism)
   (list "SIDEJOIN_SCHEMA_REGISTRY_URL" $v.schemaRegistry.url)
   (list "SIDEJOIN_SCHEMA_REGISTRY_USERNAME" $v.schemaRegistry.username)
+  (list "SIDEJOIN_SCHEMA_REGISTRY_TIMEOUT" $v.schemaRegistry.timeout)
   (list "SIDEJOIN_LEFT_TOPIC" $j.left.topic)
   (list "SIDEJOIN_RIGHT_TOPIC" $j.right.topic)
   (list "SIDEJOIN_JOIN_TYPE" $j.type)
@@ -180,6 +181,9 @@ The SIDEJOIN_* variables with plain values, as a dict NAME -> value (unset value
 {{- if $k.tls.caSecret.name }}
 {{- $_ := set $env "SIDEJOIN_KAFKA_SSL_CA_LOCATION" (printf "/etc/sidejoin/kafka-ca/%s" $k.tls.caSecret.key) }}
 {{- end }}
+{{- with ($v.schemaRegistry.caSecret | default dict) }}{{- if .name }}
+{{- $_ := set $env "SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION" (printf "/etc/sidejoin/registry-ca/%s" (required "schemaRegistry.caSecret.key is required with schemaRegistry.caSecret.name" .key)) }}
+{{- end }}{{- end }}
 {{- range $pairs }}
 {{- if include "sidejoin.isSet" (index . 1) }}
 {{- $_ := set $env (index . 0) (include "sidejoin.string" (index . 1)) }}
@@ -295,6 +299,11 @@ volumeMounts:
     mountPath: /etc/sidejoin/kafka-ca
     readOnly: true
 {{- end }}
+{{- if ($v.schemaRegistry.caSecret | default dict).name }}
+  - name: registry-ca
+    mountPath: /etc/sidejoin/registry-ca
+    readOnly: true
+{{- end }}
 {{- with $v.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
@@ -321,6 +330,14 @@ persistence is off).
       - key: {{ $v.kafka.tls.caSecret.key }}
         path: {{ $v.kafka.tls.caSecret.key }}
 {{- end }}
+{{- with ($v.schemaRegistry.caSecret | default dict) }}{{- if .name }}
+- name: registry-ca
+  secret:
+    secretName: {{ .name }}
+    items:
+      - key: {{ .key }}
+        path: {{ .key }}
+{{- end }}{{- end }}
 {{- with $v.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
