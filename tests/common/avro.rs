@@ -5,7 +5,6 @@
 
 use apache_avro::types::Value as AvroValue;
 use apache_avro::Schema;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use serde_json::Value;
 
 /// The registry of this test run (a Confluent-compatible base URL).
@@ -79,26 +78,8 @@ impl Writer {
 /// A record to produce: `(topic, key, value, timestamp)`.
 pub type RawRecord = (String, Option<Vec<u8>>, Option<Vec<u8>>, i64);
 
-/// Produces records of raw bytes at once, then waits for all: `(topic, key, value, timestamp)`.
-pub fn produce_bytes(p: &FutureProducer, records: &[RawRecord]) {
-    for chunk in records.chunks(20_000) {
-        let futures: Vec<_> = chunk
-            .iter()
-            .map(|(topic, key, value, ts)| {
-                let mut r: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).timestamp(*ts);
-                if let Some(k) = key {
-                    r = r.key(k.as_slice());
-                }
-                if let Some(v) = value {
-                    r = r.payload(v.as_slice());
-                }
-                p.send_result(r)
-                    .unwrap_or_else(|(e, _)| panic!("produce: {e}"))
-            })
-            .collect();
-        for f in futures::executor::block_on(futures::future::join_all(futures)) {
-            f.expect("the producer stays alive")
-                .unwrap_or_else(|(e, _)| panic!("produce: {e}"));
-        }
-    }
+/// Produces records of raw bytes at once, then waits for all (`kafka::produce_many` with the
+/// key and value types fixed, so `None` needs no annotation).
+pub fn produce_bytes(p: &rdkafka::producer::FutureProducer, records: &[RawRecord]) {
+    super::kafka::produce_many(p, records);
 }

@@ -86,20 +86,24 @@ pub fn produce(
     (d.partition, d.offset)
 }
 
-/// Produces many records at once, then waits for all of them: `(topic, key, value, timestamp)`.
-pub fn produce_many(p: &FutureProducer, records: &[(String, Option<String>, Option<String>, i64)]) {
+/// Produces many records at once, then waits for all of them: `(topic, key, value, timestamp)`,
+/// key and value as text or raw bytes.
+pub fn produce_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    p: &FutureProducer,
+    records: &[(String, Option<K>, Option<V>, i64)],
+) {
     // In chunks the producer's queue holds, each waited for before the next (no runtime is
     // needed to wait out a full queue).
     for chunk in records.chunks(50_000) {
         let futures: Vec<_> = chunk
             .iter()
             .map(|(topic, key, value, ts)| {
-                let mut r: FutureRecord<'_, str, str> = FutureRecord::to(topic).timestamp(*ts);
+                let mut r: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).timestamp(*ts);
                 if let Some(k) = key {
-                    r = r.key(k);
+                    r = r.key(k.as_ref());
                 }
                 if let Some(v) = value {
-                    r = r.payload(v);
+                    r = r.payload(v.as_ref());
                 }
                 p.send_result(r)
                     .unwrap_or_else(|(e, _)| panic!("produce: {e}"))
