@@ -6,7 +6,7 @@ use std::iter::Peekable;
 
 use smallvec::SmallVec;
 
-use crate::engine::groups::{Groups, Range};
+use crate::engine::groups::{Group, Groups, Range};
 use crate::engine::state::StateValue;
 
 type Layer<'a> = Peekable<Range<'a, Option<StateValue>>>;
@@ -54,6 +54,19 @@ impl<'a> Iterator for Buffered<'a> {
         }
         item
     }
+}
+
+/// `overlay` over the items of a group the cache holds completely, from `from` on.
+pub fn overlay_cached<'a>(
+    over: Buffered<'a>,
+    items: &Group<Option<StateValue>>,
+    from: &[u8],
+    visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
+) -> bool {
+    let base = items
+        .range_from(from)
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)));
+    overlay(over, base, visit)
 }
 
 /// Visits `base` items laid under `over` (which wins on equal items and hides deleted ones), in

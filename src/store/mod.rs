@@ -319,14 +319,8 @@ impl JoinState for RocksState {
         } = self;
         let newest_first = || std::iter::once(&*open).chain(sealed.iter().rev().map(|s| &s.writes));
         if let Some(items) = cache.complete(group) {
-            let base = items
-                .range_from(from)
-                .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)));
-            layers::overlay(
-                layers::Buffered::new(newest_first(), group, from),
-                base,
-                visit,
-            );
+            let over = layers::Buffered::new(newest_first(), group, from);
+            layers::overlay_cached(over, items, from, visit);
             return;
         }
         // A group not cached is read whole once (when small), so later scans of it, from any
@@ -337,14 +331,8 @@ impl JoinState for RocksState {
                 Some(items) => {
                     cache.fill(group, items);
                     let items = cache.complete(group).expect("just filled");
-                    let base = items
-                        .range_from(from)
-                        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)));
-                    layers::overlay(
-                        layers::Buffered::new(newest_first(), group, from),
-                        base,
-                        visit,
-                    );
+                    let over = layers::Buffered::new(newest_first(), group, from);
+                    layers::overlay_cached(over, items, from, visit);
                     cache.evict();
                     return;
                 }
