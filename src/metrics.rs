@@ -46,32 +46,33 @@ pub struct Metrics {
 }
 
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
-    r.register(Box::new(c.clone()))
-        .expect("metric registered once");
-    c
+    registered(r, IntCounterVec::new(Opts::new(name, help), labels))
 }
 
 fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
-    let c = IntCounter::new(name, help).expect("valid metric");
-    r.register(Box::new(c.clone()))
-        .expect("metric registered once");
-    c
+    registered(r, IntCounter::new(name, help))
 }
 
 fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
-    let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
-    r.register(Box::new(g.clone()))
+    registered(r, IntGaugeVec::new(Opts::new(name, help), labels))
+}
+
+/// A metric made (its name and help are constants, so valid) and registered in `r`.
+fn registered<M: prometheus::core::Collector + Clone + 'static>(
+    r: &Registry,
+    metric: prometheus::Result<M>,
+) -> M {
+    let m = metric.expect("valid metric");
+    r.register(Box::new(m.clone()))
         .expect("metric registered once");
-    g
+    m
 }
 
 fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
-    let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))
-        .expect("valid metric");
-    r.register(Box::new(h.clone()))
-        .expect("metric registered once");
-    h
+    registered(
+        r,
+        Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets)),
+    )
 }
 
 /// Moves a counter forward to `now` from `before` (counters never go back).
@@ -193,36 +194,27 @@ impl Metrics {
                 latency_buckets,
             ),
             rebalances: counter(&r, "sidejoin_rebalances_total", "Consumer group rebalances"),
-            restore_seconds: {
-                let g = prometheus::Gauge::new(
+            restore_seconds: registered(
+                &r,
+                prometheus::Gauge::new(
                     "sidejoin_restore_seconds",
                     "Time the last state restore took",
-                )
-                .expect("valid metric");
-                r.register(Box::new(g.clone()))
-                    .expect("metric registered once");
-                g
-            },
-            ready: {
-                let g = IntGauge::new(
+                ),
+            ),
+            ready: registered(
+                &r,
+                IntGauge::new(
                     "sidejoin_ready",
                     "1 when assigned partitions are restored and processing and a broker is reachable",
-                )
-                .expect("valid metric");
-                r.register(Box::new(g.clone()))
-                    .expect("metric registered once");
-                g
-            },
-            brokers_up: {
-                let g = IntGauge::new(
+                ),
+            ),
+            brokers_up: registered(
+                &r,
+                IntGauge::new(
                     "sidejoin_brokers_up",
                     "Brokers the consumer is connected to (librdkafka state UP)",
-                )
-                .expect("valid metric");
-                r.register(Box::new(g.clone()))
-                    .expect("metric registered once");
-                g
-            },
+                ),
+            ),
             processing: AtomicBool::new(false),
             reachable: AtomicBool::new(true),
             registry: r,
