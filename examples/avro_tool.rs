@@ -52,19 +52,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// A registry response's JSON body.
+fn json_body(resp: &mut ureq::http::Response<ureq::Body>) -> Result<Value, String> {
+    let text = resp
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
 fn register(registry: &str, subject: &str, schema: &str) -> Result<u32, String> {
     let body = serde_json::json!({ "schema": schema }).to_string();
     let mut resp = ureq::post(format!("{registry}/subjects/{subject}/versions"))
         .header("Content-Type", "application/vnd.schemaregistry.v1+json")
         .send(body.as_str())
         .map_err(|e| format!("registering {subject}: {e}"))?;
-    let v: Value = serde_json::from_str(
-        &resp
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    let v = json_body(&mut resp)?;
     v["id"]
         .as_u64()
         .map(|i| i as u32)
@@ -200,13 +203,7 @@ fn decoded(bytes: Option<&[u8]>, registry: &str) -> Result<String, String> {
     let mut resp = ureq::get(format!("{registry}/schemas/ids/{id}"))
         .call()
         .map_err(|e| format!("schema {id}: {e}"))?;
-    let v: Value = serde_json::from_str(
-        &resp
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
+    let v = json_body(&mut resp)?;
     let schema =
         Schema::parse_str(v["schema"].as_str().unwrap_or_default()).map_err(|e| e.to_string())?;
     let mut body = &b[5..];
