@@ -90,6 +90,8 @@ readonly START_TIMEOUT="${LOCAL_KAFKA_START_TIMEOUT:-90}"
 readonly STOP_TIMEOUT=20
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+# shellcheck source=lib/local-service.sh
+source "$(dirname "$SELF")/lib/local-service.sh"
 readonly SELF
 # Configuration templates and the pom, beside this script.
 readonly FILES="$(dirname "$SELF")/kafka"
@@ -221,24 +223,6 @@ check_java() {
   command -v "$JAVA" >/dev/null 2>&1 || die "java not found (set JAVA_HOME or put java on PATH)"
 }
 
-# Absolute path of DIR (created when $2 is "create").
-abs_dir() {
-  if [[ "${2:-}" == create ]]; then
-    mkdir -p "$1"
-  fi
-  [[ -d "$1" ]] || die "no such directory: $1"
-  (cd "$1" && pwd)
-}
-
-# Alive and not a zombie.
-is_alive() {
-  local pid="$1" state
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  [[ -r "/proc/${pid}/stat" ]] || return 1
-  state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/${pid}/stat" 2>/dev/null)" || return 1
-  [[ "$state" != Z && "$state" != X ]]
-}
-
 # Is PID the broker started for run dir $2 (guards against pid reuse)?
 is_broker_of() {
   local pid="$1" dir="$2" cmdline
@@ -253,32 +237,6 @@ running_pid() {
   pid="$(<"${dir}/kafka.pid")"
   is_broker_of "$pid" "$dir" || return 1
   printf '%s\n' "$pid"
-}
-
-# Print two distinct free TCP ports on 127.0.0.1.
-pick_ports() {
-  python3 -c '
-import socket
-socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(2)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-for s in socks:
-    s.close()
-'
-}
-
-port_free() {
-  python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-# As the JVM binds its listeners: the port of a stopped broker in TIME_WAIT is free to reuse.
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$1"
 }
 
 port_open() {
@@ -580,22 +538,7 @@ cmd_tool() {
 # ---------------------------------------------------------------- with-broker
 
 cmd_with_broker() {
-  [[ "${1:-}" == "--" ]] && shift
-  (($# >= 1)) || usage
-  local tmp
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-kafka.XXXXXX")"
-  # shellcheck disable=SC2064 # expand $tmp now
-  trap "'${SELF}' stop '${tmp}' >/dev/null 2>&1 || true; rm -rf '${tmp}'" EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  local bootstrap
-  bootstrap="$("$SELF" start "$tmp")" || exit 1
-  export TEST_KAFKA_BOOTSTRAP="$bootstrap"
-  export TEST_KAFKA_DIR="$tmp"
-  log "broker ${bootstrap} up (dir ${tmp}); running: $*"
-  local rc=0
-  "$@" || rc=$?
-  exit "$rc"
+  with_service sidejoin-kafka TEST_KAFKA_BOOTSTRAP TEST_KAFKA_DIR broker "$@"
 }
 
 # ---------------------------------------------------------------- main ------

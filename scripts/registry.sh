@@ -59,6 +59,8 @@ readonly START_TIMEOUT="${LOCAL_REGISTRY_START_TIMEOUT:-120}"
 readonly STOP_TIMEOUT=20
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+# shellcheck source=lib/local-service.sh
+source "$(dirname "$SELF")/lib/local-service.sh"
 readonly SELF
 
 log() { printf 'registry.sh: %s\n' "$*" >&2; }
@@ -183,19 +185,6 @@ cmd_fetch() {
 
 # ---------------------------------------------------------------- helpers ---
 
-abs_dir() {
-  [[ "${2:-}" == create ]] && mkdir -p "$1"
-  [[ -d "$1" ]] || die "no such directory: $1"
-  (cd "$1" && pwd)
-}
-
-is_alive() {
-  local pid="$1" state
-  [[ "$pid" =~ ^[0-9]+$ && -r "/proc/${pid}/stat" ]] || return 1
-  state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/${pid}/stat" 2>/dev/null)" || return 1
-  [[ "$state" != Z && "$state" != X ]]
-}
-
 # The pid of DIR's registry, if it runs (the command line names DIR: no pid reuse).
 running_pid() {
   local dir="$1" pid cmdline
@@ -205,27 +194,6 @@ running_pid() {
   cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
   [[ "$cmdline" == *"-Dsidejoin.registry.dir=${dir} "* ]] || return 1
   printf '%s\n' "$pid"
-}
-
-pick_ports() {
-  python3 -c '
-import socket
-socks = [socket.socket() for _ in range(2)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-'
-}
-
-port_free() {
-  python3 -c '
-import socket, sys
-s = socket.socket()
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-' "$1"
 }
 
 # ---------------------------------------------------------------- start -----
@@ -317,22 +285,7 @@ cmd_stop() {
 # ---------------------------------------------------------------- with-registry
 
 cmd_with_registry() {
-  [[ "${1:-}" == "--" ]] && shift
-  (($# >= 1)) || usage
-  local tmp
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-registry.XXXXXX")"
-  # shellcheck disable=SC2064 # expand $tmp now
-  trap "'${SELF}' stop '${tmp}' >/dev/null 2>&1 || true; rm -rf '${tmp}'" EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
-  local url
-  url="$("$SELF" start "$tmp")" || exit 1
-  export TEST_REGISTRY_URL="$url"
-  export TEST_REGISTRY_DIR="$tmp"
-  log "registry ${url} up (dir ${tmp}); running: $*"
-  local rc=0
-  "$@" || rc=$?
-  exit "$rc"
+  with_service sidejoin-registry TEST_REGISTRY_URL TEST_REGISTRY_DIR registry "$@"
 }
 
 main() {
