@@ -5,7 +5,9 @@
 #   passthrough     sidejoin's hidden passthrough (same consumer/producer/commit code, records
 #                   copied unchanged, no join)
 #   run-in-memory   sidejoin, left join on id, primary keys on both sides, upsert output, memory state
-#   run             the same with RocksDB state (SIDEJOIN_STATE_DIR)
+#   run             the same with RocksDB state (SIDEJOIN_STATE_DIR), at least once
+#   run-eos         the same, SIDEJOIN_PROCESSING_GUARANTEE=exactly_once (output in the
+#                   checkpoint transactions, every SIDEJOIN_COMMIT_INTERVAL, 100 ms by default)
 #   flink-rocksdb   the same join as Flink 2.2 SQL (scripts/flink/SidejoinFlinkJoin.java) at
 #                   parallelism 1 in one JVM, upsert-kafka in and out, RocksDB state backend
 #   flink-heap      the same with the hashmap (heap) state backend
@@ -35,7 +37,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-1000000}"; KEYS="${KEYS:-100000}"; PARTITIONS="${PARTITIONS:-2}"
-MODES="${MODES:-passthrough run-in-memory run flink-rocksdb flink-heap}"
+MODES="${MODES:-passthrough run-in-memory run run-eos flink-rocksdb flink-heap}"
 QUIET_MS="${QUIET_MS:-3000}"; RUN_TIMEOUT="${RUN_TIMEOUT:-1800}"
 FLINK_CHECKPOINT_INTERVAL="${FLINK_CHECKPOINT_INTERVAL:-10s}"
 FLINK_CHECKPOINT_MODE="${FLINK_CHECKPOINT_MODE:-AT_LEAST_ONCE}"
@@ -44,8 +46,8 @@ FLINK_CONSUMER_PROPS="${FLINK_CONSUMER_PROPS-}"
 FLINK_LOG_LEVEL="${FLINK_LOG_LEVEL:-INFO}"
 for mode in $MODES; do
   case "$mode" in
-    passthrough | run-in-memory | run | flink-rocksdb | flink-heap) ;;
-    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run flink-rocksdb flink-heap)" >&2; exit 2 ;;
+    passthrough | run-in-memory | run | run-eos | flink-rocksdb | flink-heap) ;;
+    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run run-eos flink-rocksdb flink-heap)" >&2; exit 2 ;;
   esac
 done
 say() { printf 'bench-kafka.sh: %s\n' "$*" >&2; }
@@ -136,6 +138,21 @@ flink_consumed() {
 
 # measure MODE: runs the mode until it consumed N records and its output is quiet; appends
 # "mode records_s cpu_s cpu_first rss records_out tombstones span_s load1" to $dir/results.
+# start_sidejoin COMMAND MODE OUTPUT STATE_DIR LOG [VAR=VALUE...]: `sidejoin COMMAND` in the
+# background on the benchmark's join (left join on id, primary keys on both sides, upsert output)
+# as application `bench-MODE`, with the extra variables.
+start_sidejoin() {
+  local command=$1 mode=$2 output=$3 state=$4 log=$5
+  shift 5
+  env SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID="bench-$mode" \
+    SIDEJOIN_LEFT_TOPIC=left SIDEJOIN_RIGHT_TOPIC=right SIDEJOIN_OUTPUT_TOPIC="$output" \
+    SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
+    SIDEJOIN_LEFT_PRIMARY_KEY="${SIDEJOIN_LEFT_PRIMARY_KEY-id}" SIDEJOIN_RIGHT_PRIMARY_KEY="${SIDEJOIN_RIGHT_PRIMARY_KEY-id}" \
+    SIDEJOIN_OUTPUT_MODE="${SIDEJOIN_OUTPUT_MODE:-upsert}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
+    SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$state" "$@" \
+    "$bin" "$command" 2>"$log" &
+}
+
 measure() {
   local mode=$1 out="out-$1" log="$dir/$1.log" gate="$dir/$1.consumed"
   case "$mode" in
@@ -151,13 +168,10 @@ measure() {
         flink.metrics.fetcher.update-interval=1000 "${props[@]}" >"$log" 2>&1 &
       ;;
     *)
-      SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID="bench-$mode" \
-      SIDEJOIN_LEFT_TOPIC=left SIDEJOIN_RIGHT_TOPIC=right SIDEJOIN_OUTPUT_TOPIC="$out" \
-      SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
-      SIDEJOIN_LEFT_PRIMARY_KEY="${SIDEJOIN_LEFT_PRIMARY_KEY-id}" SIDEJOIN_RIGHT_PRIMARY_KEY="${SIDEJOIN_RIGHT_PRIMARY_KEY-id}" \
-      SIDEJOIN_OUTPUT_MODE="${SIDEJOIN_OUTPUT_MODE:-upsert}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
-      SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$dir/state-$mode" \
-        "$bin" "$mode" 2>"$log" &
+      local command=$mode guarantee=at_least_once
+      [ "$mode" = run-eos ] && command=run guarantee=exactly_once
+      start_sidejoin "$command" "$mode" "$out" "$dir/state-$mode" "$log" \
+        SIDEJOIN_PROCESSING_GUARANTEE=$guarantee
       ;;
   esac
   pid=$!
@@ -206,6 +220,23 @@ measure() {
 
 : >"$dir/results"
 for mode in $MODES; do measure "$mode"; done
+
+# restore_rate MODE: the mode's state restored from its changelog topics by a new instance with
+# an empty state directory (a lost volume); prints the restore log line (records, seconds, rate).
+restore_rate() {
+  local mode=$1 log="$dir/$1-restore.log"
+  start_sidejoin run "$mode" "out-$mode" "$dir/state-$mode-restored" "$log"
+  pid=$!
+  local deadline=$(($(now) + RUN_TIMEOUT))
+  until grep -q "state restored" "$log"; do
+    alive "$pid" || fail "$mode restore" "$log" "the process died"
+    [ "$(now)" -lt "$deadline" ] || fail "$mode restore" "$log" "not restored in ${RUN_TIMEOUT}s"
+    sleep 0.2
+  done
+  kill -TERM "$pid"; wait "$pid" || true; pid=""
+  grep "restored [0-9]* records" "$log" | sed 's/.*restored/restored/' | while read -r line; do say "$mode: $line"; done
+}
+case " $MODES " in *" run "*) restore_rate run ;; esac
 
 printf '\n%-14s %10s %8s %7s %10s %11s %8s %8s %11s %10s %6s\n' mode records/s span_s cpu_s cpu_us/rec startup_cpu rss_MiB vs_first records_out tombstones load1
 base=""

@@ -96,6 +96,12 @@ pub fn plan(cfg: &Config) -> String {
         cfg.process.on_error.name(),
         cfg.kafka.dlq_topic
     );
+    let _ = writeln!(
+        out,
+        "topology: co-partitioned (partition i of both topics on one owner; the topics must have one partition count and be keyed by the join key); \
+         a record whose key does not carry its join key: {} (SIDEJOIN_ON_COPARTITION_VIOLATION)",
+        cfg.process.on_copartition_violation.name()
+    );
     for w in &cfg.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

@@ -6,6 +6,7 @@ pub mod avro;
 pub mod changelog;
 pub mod check;
 pub mod config;
+pub mod copartition;
 pub mod engine;
 pub mod format;
 pub mod http;

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use sidejoin::config::{self, Config, LogFormat, Mode};
+use sidejoin::engine::state::StateError;
 use sidejoin::engine::MemoryState;
 use sidejoin::metrics::Metrics;
 use sidejoin::replay::{self, ReplayOptions};
@@ -160,6 +161,26 @@ async fn signals(token: CancellationToken) {
     token.cancel();
 }
 
+/// What one worker (`cfg`, from `runtime::worker_configs`) puts between its consumer and its
+/// producer; its state in `cfg`'s state directory.
+fn processor(pipeline: Pipeline, cfg: &Config) -> Result<Box<dyn Processor>, StateError> {
+    Ok(match pipeline {
+        Pipeline::Passthrough => Box::new(PassthroughProcessor::default()),
+        Pipeline::JoinInMemory => Box::new(JoinProcessor::volatile(cfg, MemoryState::new())),
+        Pipeline::Join => {
+            let options = StoreOptions {
+                block_cache_mb: cfg.process.state_block_cache_mb,
+                cache_mb: cfg.process.state_cache_mb,
+                write_buffer_mb: cfg.process.state_write_buffer_mb,
+            };
+            Box::new(JoinProcessor::new(
+                cfg,
+                RocksState::open(&cfg.process.state_dir, &options)?,
+            ))
+        }
+    })
+}
+
 fn run_kafka(pipeline: Pipeline) -> ExitCode {
     let config = match load(Mode::Run) {
         Ok(c) => c,
@@ -180,30 +201,24 @@ fn run_kafka(pipeline: Pipeline) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let processor: Box<dyn Processor> = if pipeline == Pipeline::Passthrough {
-        Box::new(PassthroughProcessor::default())
-    } else if pipeline == Pipeline::JoinInMemory {
+    if pipeline == Pipeline::JoinInMemory {
         tracing::warn!("join state is in memory only: it is lost when the process stops");
-        Box::new(JoinProcessor::new(&config, MemoryState::new()))
-    } else {
-        let options = StoreOptions {
-            block_cache_mb: config.process.state_block_cache_mb,
-            cache_mb: config.process.state_cache_mb,
-            write_buffer_mb: config.process.state_write_buffer_mb,
-        };
-        match RocksState::open(&config.process.state_dir, &options) {
-            Ok(state) => Box::new(JoinProcessor::new(&config, state)),
+    }
+    let mut workers = Vec::new();
+    for cfg in runtime::worker_configs(&config) {
+        match processor(pipeline, &cfg) {
+            Ok(p) => workers.push((cfg, p)),
             Err(e) => {
                 tracing::error!("{e}");
                 eprintln!("sidejoin: SIDEJOIN_STATE_DIR: {e}");
                 return ExitCode::from(1);
             }
         }
-    };
+    }
     let token = CancellationToken::new();
     runtime.spawn(signals(token.clone()));
-    let metrics = Arc::new(Metrics::new());
-    match runtime.block_on(runtime::run(config, processor, metrics, token)) {
+    let metrics = Arc::new(Metrics::new(workers.len()));
+    match runtime.block_on(runtime::run(&config, workers, metrics, token)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

@@ -3,9 +3,15 @@
 //!
 //! The engine counts in plain numbers (`Stats`); `observe_stats` moves the counters forward by
 //! what changed since the last call.
+//!
+//! Several workers (`SIDEJOIN_WORKERS`) share one `Metrics`, each through its `WorkerMetrics`:
+//! counters advance by each worker's own change, `sidejoin_state_rows` is the sum over the
+//! workers, `sidejoin_watermark_ms` the lowest watermark any worker reported (the one that holds
+//! output back), `sidejoin_brokers_up` the fewest brokers any worker's consumer is connected to,
+//! and the instance is ready when every worker is. No metric has a worker label.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
@@ -30,19 +36,38 @@ pub struct Metrics {
     late_matches: IntCounter,
     state_rows: IntGaugeVec,
     state_expired: IntCounterVec,
+    copartition_violations: IntCounterVec,
     watermark_ms: IntGaugeVec,
     consumer_lag: IntGaugeVec,
     end_to_end_latency: Histogram,
     commit_duration: Histogram,
     rebalances: IntCounter,
     restore_seconds: prometheus::Gauge,
+    restore_records: IntCounter,
+    changelog_records: IntCounter,
+    transactions: IntCounterVec,
     ready: IntGauge,
     brokers_up: IntGauge,
-    /// Partitions assigned and restored (the run loop says so).
-    processing: AtomicBool,
-    /// At least one broker reachable (librdkafka's statistics say so); true until they say not.
-    reachable: AtomicBool,
-    last: Mutex<Stats>,
+    /// What each worker last reported, by worker index.
+    workers: Mutex<Vec<WorkerSlot>>,
+}
+
+/// What one worker last reported.
+struct WorkerSlot {
+    /// Its partitions are assigned and restored (its run loop says so).
+    processing: bool,
+    /// Brokers its consumer is connected to (librdkafka's statistics); `None` until they say.
+    brokers_up: Option<usize>,
+    /// Its engine's counts when last observed: the counters moved forward from these.
+    last: Stats,
+    watermarks: [Option<i64>; 2],
+}
+
+impl WorkerSlot {
+    fn ready(&self) -> bool {
+        // Reachable until the statistics say no broker is up.
+        self.processing && self.brokers_up != Some(0)
+    }
 }
 
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -82,14 +107,9 @@ fn advance(c: &IntCounter, before: u64, now: u64) {
     }
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
-    pub fn new() -> Self {
+    /// The metrics of an instance of `workers` workers (at least one).
+    pub fn new(workers: usize) -> Self {
         let r = Registry::new();
         let latency_buckets = vec![
             0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -169,6 +189,12 @@ impl Metrics {
                 "Rows expired by state TTL",
                 &["side"],
             ),
+            copartition_violations: counter_vec(
+                &r,
+                "sidejoin_copartition_violations_total",
+                "Records whose Kafka key does not carry their join key (the topics are not co-partitioned by it)",
+                &["side"],
+            ),
             watermark_ms: gauge_vec(
                 &r,
                 "sidejoin_watermark_ms",
@@ -201,6 +227,22 @@ impl Metrics {
                     "Time the last state restore took",
                 ),
             ),
+            restore_records: counter(
+                &r,
+                "sidejoin_restore_records_total",
+                "Changelog records read to restore partitions' state",
+            ),
+            changelog_records: counter(
+                &r,
+                "sidejoin_changelog_records_total",
+                "State changes mirrored to the changelog topics (net per checkpoint)",
+            ),
+            transactions: counter_vec(
+                &r,
+                "sidejoin_transactions_total",
+                "Checkpoint transactions by result (committed, aborted)",
+                &["result"],
+            ),
             ready: registered(
                 &r,
                 IntGauge::new(
@@ -215,16 +257,37 @@ impl Metrics {
                     "Brokers the consumer is connected to (librdkafka state UP)",
                 ),
             ),
-            processing: AtomicBool::new(false),
-            reachable: AtomicBool::new(true),
             registry: r,
-            last: Mutex::new(Stats::default()),
+            workers: Mutex::new(
+                (0..workers.max(1))
+                    .map(|_| WorkerSlot {
+                        processing: false,
+                        brokers_up: None,
+                        last: Stats::default(),
+                        watermarks: [None; 2],
+                    })
+                    .collect(),
+            ),
         }
     }
 
-    /// Brings every engine-derived metric up to `stats`.
-    pub fn observe_stats(&self, stats: &Stats) {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+    /// The handle worker `index` (below the count given to `new`) updates its metrics through.
+    pub fn worker(self: &Arc<Self>, index: usize) -> WorkerMetrics {
+        assert!(index < self.slots().len(), "worker {index} has no slot");
+        WorkerMetrics {
+            shared: self.clone(),
+            index,
+        }
+    }
+
+    fn slots(&self) -> MutexGuard<'_, Vec<WorkerSlot>> {
+        self.workers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Brings every engine-derived metric up to `stats`, worker `w`'s counts.
+    fn observe_stats(&self, w: usize, stats: &Stats) {
+        let mut slots = self.slots();
+        let last = &slots[w].last;
         for side in Side::BOTH {
             let (i, s) = (side.index(), side.name());
             advance(
@@ -252,6 +315,11 @@ impl Metrics {
                 last.state_expired[i],
                 stats.state_expired[i],
             );
+            advance(
+                &self.copartition_violations.with_label_values(&[s]),
+                last.copartition_violations[i],
+                stats.copartition_violations[i],
+            );
             for (r, reason) in DropReason::ALL.iter().enumerate() {
                 advance(
                     &self.input_dropped.with_label_values(&[s, reason.name()]),
@@ -268,9 +336,6 @@ impl Metrics {
                     stats.unmatched_emitted[i][r],
                 );
             }
-            self.state_rows
-                .with_label_values(&[s])
-                .set(stats.state_rows[i]);
         }
         for kind in Kind::ALL {
             let i = kind.index();
@@ -288,11 +353,23 @@ impl Metrics {
         advance(&self.dlq_records, last.dlq_records, stats.dlq_records);
         advance(&self.matches, last.matches, stats.matches);
         advance(&self.late_matches, last.late_matches, stats.late_matches);
-        *last = stats.clone();
+        slots[w].last = stats.clone();
+        for side in Side::BOTH {
+            let rows = slots.iter().map(|s| s.last.state_rows[side.index()]).sum();
+            self.state_rows.with_label_values(&[side.name()]).set(rows);
+        }
     }
 
-    pub fn set_watermark(&self, side: Side, ms: i64) {
-        self.watermark_ms.with_label_values(&[side.name()]).set(ms);
+    fn set_watermark(&self, w: usize, side: Side, ms: i64) {
+        let mut slots = self.slots();
+        slots[w].watermarks[side.index()] = Some(ms);
+        let lowest = slots
+            .iter()
+            .filter_map(|s| s.watermarks[side.index()])
+            .min();
+        self.watermark_ms
+            .with_label_values(&[side.name()])
+            .set(lowest.unwrap_or(ms));
     }
 
     pub fn set_consumer_lag(&self, topic: &str, partition: i32, lag: i64) {
@@ -317,25 +394,42 @@ impl Metrics {
         self.restore_seconds.set(seconds);
     }
 
-    /// Whether the assigned partitions are restored and being processed.
-    pub fn set_ready(&self, ready: bool) {
-        self.processing.store(ready, Ordering::Relaxed);
-        self.update_ready();
+    pub fn restored(&self, records: u64) {
+        self.restore_records.inc_by(records);
     }
 
-    /// How many brokers the consumer is connected to; none makes the instance not ready.
-    pub fn set_brokers_up(&self, up: usize) {
-        self.brokers_up.set(up as i64);
-        self.reachable.store(up > 0, Ordering::Relaxed);
-        self.update_ready();
+    pub fn mirrored(&self, records: u64) {
+        self.changelog_records.inc_by(records);
     }
 
-    fn update_ready(&self) {
-        self.ready.set(i64::from(self.is_ready()));
+    pub fn transaction(&self, committed: bool) {
+        let result = if committed { "committed" } else { "aborted" };
+        self.transactions.with_label_values(&[result]).inc();
     }
 
+    fn set_processing(&self, w: usize, processing: bool) {
+        let mut slots = self.slots();
+        slots[w].processing = processing;
+        self.update_ready(&slots);
+    }
+
+    fn set_brokers_up(&self, w: usize, up: usize) {
+        let mut slots = self.slots();
+        slots[w].brokers_up = Some(up);
+        let fewest = slots.iter().filter_map(|s| s.brokers_up).min();
+        self.brokers_up.set(fewest.unwrap_or(up) as i64);
+        self.update_ready(&slots);
+    }
+
+    fn update_ready(&self, slots: &[WorkerSlot]) {
+        self.ready
+            .set(i64::from(slots.iter().all(WorkerSlot::ready)));
+    }
+
+    /// Whether every worker has its assigned partitions restored and is processing them, with a
+    /// broker reachable.
     pub fn is_ready(&self) -> bool {
-        self.processing.load(Ordering::Relaxed) && self.reachable.load(Ordering::Relaxed)
+        self.slots().iter().all(WorkerSlot::ready)
     }
 
     /// The Prometheus text exposition of every metric.
@@ -347,13 +441,55 @@ impl Metrics {
     }
 }
 
+/// One worker's view of the shared `Metrics`: what it reports about itself goes to its slot;
+/// everything else (`Deref`) is shared as is.
+#[derive(Clone)]
+pub struct WorkerMetrics {
+    shared: Arc<Metrics>,
+    index: usize,
+}
+
+impl WorkerMetrics {
+    /// Brings every engine-derived metric up to `stats`, this worker's engine's counts.
+    pub fn observe_stats(&self, stats: &Stats) {
+        self.shared.observe_stats(self.index, stats);
+    }
+
+    pub fn set_watermark(&self, side: Side, ms: i64) {
+        self.shared.set_watermark(self.index, side, ms);
+    }
+
+    /// Whether this worker's assigned partitions are restored and being processed.
+    pub fn set_ready(&self, ready: bool) {
+        self.shared.set_processing(self.index, ready);
+    }
+
+    /// How many brokers this worker's consumer is connected to; none makes the instance not
+    /// ready.
+    pub fn set_brokers_up(&self, up: usize) {
+        self.shared.set_brokers_up(self.index, up);
+    }
+
+    pub fn shared(&self) -> &Arc<Metrics> {
+        &self.shared
+    }
+}
+
+impl Deref for WorkerMetrics {
+    type Target = Metrics;
+
+    fn deref(&self) -> &Metrics {
+        &self.shared
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn counters_follow_stats_and_render() {
-        let m = Metrics::new();
+        let m = Arc::new(Metrics::new(1)).worker(0);
         let mut s = Stats {
             records_in: [3, 1],
             state_rows: [2, 0],
@@ -373,5 +509,40 @@ mod tests {
             text.contains("sidejoin_input_dropped_total{reason=\"tombstone\",side=\"right\"} 1")
         );
         assert!(text.contains("sidejoin_end_to_end_latency_seconds_bucket"));
+    }
+
+    #[test]
+    fn workers_add_up() {
+        let shared = Arc::new(Metrics::new(2));
+        let (a, b) = (shared.worker(0), shared.worker(1));
+        let stats = |records_in, rows| Stats {
+            records_in: [records_in, 0],
+            state_rows: [rows, 0],
+            ..Default::default()
+        };
+        a.observe_stats(&stats(3, 2));
+        b.observe_stats(&stats(4, 5));
+        a.observe_stats(&stats(6, 1));
+        a.set_watermark(Side::Left, 20);
+        b.set_watermark(Side::Left, 10);
+        let text = shared.render();
+        assert!(
+            text.contains("sidejoin_records_in_total{side=\"left\"} 10"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sidejoin_state_rows{side=\"left\"} 6"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sidejoin_watermark_ms{side=\"left\"} 10"),
+            "{text}"
+        );
+        a.set_ready(true);
+        assert!(!shared.is_ready(), "one worker is not ready yet");
+        b.set_ready(true);
+        assert!(shared.is_ready());
+        b.set_brokers_up(0);
+        assert!(!shared.is_ready(), "a worker reaches no broker");
     }
 }

@@ -9,10 +9,11 @@
 use std::collections::BTreeMap;
 
 use crate::changelog::{Event, Input, JoinedChange, Partition, Side};
-use crate::config::{Config, OnError, OutputMode, TimeSource};
+use crate::config::{Config, OnError, OnViolation, OutputMode, TimeSource};
+use crate::copartition::KeyCheck;
 use crate::engine::column::Column;
 use crate::engine::project::{OutputKey, Projection};
-use crate::engine::state::{Checkpoint, StateError, StateValue};
+use crate::engine::state::{Checkpoint, Mirror, StateError, StateValue};
 use crate::engine::{layout, Engine, JoinState};
 use crate::format::{DecodeError, Decoder};
 use crate::sink::{self, Projected, Records};
@@ -55,6 +56,10 @@ pub struct Pipeline<S: JoinState> {
     state: S,
     joined: Vec<JoinedChange>,
     projected: Projected,
+    /// Run mode on co-partitioned topics: records' keys are checked against their join key.
+    copartition: Option<(KeyCheck, OnViolation)>,
+    /// Why the last processed record's key does not carry its join key.
+    violation: Option<String>,
 }
 
 impl<S: JoinState> Pipeline<S> {
@@ -82,7 +87,24 @@ impl<S: JoinState> Pipeline<S> {
             state,
             joined: Vec::new(),
             projected: Projected::default(),
+            copartition: None,
+            violation: None,
         }
+    }
+
+    /// Checks every record's Kafka key against its join key from now on (`copartition`): a
+    /// misfit is counted and kept for `take_violation`; with `OnViolation::Fail` the record is
+    /// not applied.
+    pub fn check_copartitioning(&mut self, config: &Config) {
+        self.copartition = Some((
+            KeyCheck::new(&config.join),
+            config.process.on_copartition_violation,
+        ));
+    }
+
+    /// Why the record `process` handled last does not fit co-partitioning, if it does not.
+    pub fn take_violation(&mut self) -> Option<String> {
+        self.violation.take()
     }
 
     pub fn stats(&self) -> &Stats {
@@ -107,9 +129,14 @@ impl<S: JoinState> Pipeline<S> {
         self.engine.set_partitions(partitions, processing_time);
     }
 
-    /// Closes a checkpoint: the state as it is now, with the input `offsets` it reflects and
-    /// what the engine keeps in memory, captured to be made durable atomically by `persist`.
-    pub fn seal(&mut self, offsets: &Offsets) -> Result<Checkpoint, StateError> {
+    /// Closes a checkpoint: the state as it is now, with the input `offsets` it reflects (those
+    /// that moved since the last checkpoint) and what the engine keeps in memory, captured to be
+    /// made durable atomically by `persist`; its net changes go to `mirror` (the changelog).
+    pub fn seal(
+        &mut self,
+        offsets: &Offsets,
+        mirror: &mut Mirror<'_>,
+    ) -> Result<Checkpoint, StateError> {
         let mut group = Vec::new();
         for ((topic, partition), offset) in offsets {
             layout::meta_group(&mut group, *partition);
@@ -120,7 +147,7 @@ impl<S: JoinState> Pipeline<S> {
             );
         }
         self.engine.checkpoint(&mut self.state);
-        self.state.seal()
+        self.state.seal_mirrored(mirror)
     }
 
     /// Makes sealed checkpoints up to `upto` durable.
@@ -130,7 +157,7 @@ impl<S: JoinState> Pipeline<S> {
 
     /// Seals and persists at once (tests and tools without outputs to wait for).
     pub fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), StateError> {
-        let checkpoint = self.seal(offsets)?;
+        let checkpoint = self.seal(offsets, &mut |_, _| {})?;
         self.persist(checkpoint)
     }
 
@@ -172,6 +199,19 @@ impl<S: JoinState> Pipeline<S> {
     ) -> Option<DecodeError> {
         let side = origin.side.index();
         let decoded = self.decoders[side].decode(key, value);
+        if let (Some((check, action)), Ok(Some(event)), Some(key)) =
+            (&self.copartition, &decoded, key)
+        {
+            if let Some(why) = check.check(origin.side, key, event) {
+                self.engine.stats_mut().copartition_violations[side] += 1;
+                self.violation = Some(why);
+                if *action == OnViolation::Fail {
+                    // Not applied: the run stops before it, and a restart resumes at it.
+                    self.projected.clear();
+                    return None;
+                }
+            }
+        }
         if decoded.is_err() && self.decoders[side].skips_parse_errors() {
             // `csv.ignore-parse-errors`: dropped and counted; it still advances time.
             let stats = self.engine.stats_mut();

@@ -85,6 +85,9 @@ pub struct Stats {
     /// The same per input partition, so a released partition's rows leave the gauge.
     pub state_rows_by_partition: BTreeMap<Partition, [i64; 2]>,
     pub state_expired: [u64; 2],
+    /// Records whose Kafka key does not carry their join key (run mode only; not in replay's
+    /// stats line).
+    pub copartition_violations: [u64; 2],
 }
 
 impl Stats {

@@ -116,6 +116,16 @@ fn durations() {
 }
 
 #[test]
+fn workers() {
+    for bad in ["0", "-2", "two", "257"] {
+        let e = config_error("check", &[("SIDEJOIN_WORKERS", bad)], true);
+        assert_names(&e, &[&format!("SIDEJOIN_WORKERS=\"{bad}\"")]);
+    }
+    let e = config_error("check", &[("SIDEJOIN_WORKERS", "257")], true);
+    assert_names(&e, &["at most 256"]);
+}
+
+#[test]
 fn booleans() {
     let e = config_error("check", &[("SIDEJOIN_DEDUP_LEFT", "yes")], true);
     assert_names(

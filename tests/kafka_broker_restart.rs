@@ -44,6 +44,24 @@ fn broker(action: &str) {
     assert!(status.success(), "scripts/kafka.sh {action} failed");
 }
 
+/// Starts the stopped broker when dropped, unless `now` already did.
+struct BrokerBack(bool);
+
+impl BrokerBack {
+    fn now(mut self) {
+        self.0 = false;
+        broker("start");
+    }
+}
+
+impl Drop for BrokerBack {
+    fn drop(&mut self) {
+        if self.0 {
+            broker("start");
+        }
+    }
+}
+
 fn produce(left: &str, right: &str, records: &[(bool, String, String, i64)]) {
     let batch: Vec<_> = records
         .iter()
@@ -71,6 +89,8 @@ fn a_broker_outage_mid_run_loses_nothing() {
     sj.wait_records_in(before.len() as u64, WAIT);
 
     broker("stop");
+    // Started again however this test ends: every later test file uses this broker.
+    let restart = BrokerBack(true);
     let stopped = Instant::now();
     let mut saw_not_ready = false;
     while stopped.elapsed() < OUTAGE {
@@ -78,7 +98,7 @@ fn a_broker_outage_mid_run_loses_nothing() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(saw_not_ready, "ready throughout the outage:\n{}", sj.logs());
-    broker("start");
+    restart.now();
     println!("broker back after {} ms", stopped.elapsed().as_millis());
     let dir = std::env::var("TEST_KAFKA_DIR").unwrap();
     let address = std::fs::read_to_string(format!("{dir}/bootstrap")).unwrap();
@@ -106,11 +126,7 @@ fn a_broker_outage_mid_run_loses_nothing() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let replayed: Vec<_> = all
-        .iter()
-        .map(|(l, _, v, ts)| (*l, v.clone(), *ts))
-        .collect();
-    let want = upsert::replay_table(&env, &replayed);
+    let want = upsert::replay_table(&env, &all);
     assert_eq!(want.len(), 6_000, "every left id is in the left join");
     upsert::wait_for_table(&out, &want, deadline);
     let logs = sj.logs();

@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::kafka::{self, Sidejoin};
+use common::kafka;
+use common::kills::{self, WAIT};
 use common::upsert;
 
-const WAIT: Duration = Duration::from_secs(180);
 /// Large enough that a fast run is still mid-input when it is stopped.
 const TOTAL: u64 = 400_000;
 
@@ -35,14 +35,6 @@ fn records(t0: i64) -> Vec<(bool, String, String, i64)> {
             }
         })
         .collect()
-}
-
-fn consumed(app: &str, left: &str, right: &str) -> i64 {
-    kafka::committed(app, left)
-        .iter()
-        .chain(kafka::committed(app, right).iter())
-        .map(|o| (*o).max(0))
-        .sum()
 }
 
 #[test]
@@ -72,79 +64,29 @@ fn kill_nine_three_times_then_the_output_equals_replay() {
         "SIDEJOIN_KAFKA_CONSUMER_MAX_PARTITION_FETCH_BYTES".into(),
         "16384".into(),
     ));
+    // One worker (one group member): the kill rounds' pacing assumes it (see kafka_changelog).
+    env.push(("SIDEJOIN_WORKERS".into(), "1".into()));
     // A killed member leaves the group only when its session times out.
     env.push((
         "SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS".into(),
         "6000".into(),
     ));
-    // Random kill moments; the seed is printed so a failure can be replayed.
-    let mut seed = std::env::var("CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(kafka::now_ms() as u64);
-    println!("CRASH_SEED={seed}");
-    let mut random_below = |n: u64| {
-        seed = seed
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 33) % n.max(1)
-    };
-    for round in 0..3 {
-        let written_before: i64 = kafka::high_watermarks(&out).iter().sum();
-        let mut sj = Sidejoin::start("run", &env);
-        sj.wait_ready(WAIT);
-        // A random moment: once this run has consumed a random number of records and some of
-        // its output has reached the topic.
-        let before = consumed(&app, &left, &right) as u64;
-        let target = 2_000 + random_below((TOTAL - before) / 3);
-        sj.wait_records_in(target, WAIT);
-        let deadline = Instant::now() + WAIT;
-        while kafka::high_watermarks(&out).iter().sum::<i64>() <= written_before {
-            assert!(
-                Instant::now() < deadline,
-                "round {round}: no output written:\n{}",
-                sj.logs()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        // Freeze it, check output exists and input is still unconsumed, then SIGKILL.
-        sj.signal("STOP");
-        let written = kafka::read_all(&out, 1, Duration::from_secs(10)).len();
-        let lag = TOTAL as i64 - consumed(&app, &left, &right);
-        assert!(
-            written > 0,
-            "round {round}: no output written before the kill"
-        );
-        assert!(
-            lag > 0,
-            "round {round}: nothing left to consume at the kill"
-        );
-        sj.signal("KILL");
-        assert_eq!(sj.wait(WAIT), -1, "killed by a signal");
-        println!("round {round}: killed after {target} records of this run, lag {lag}");
-    }
-    let mut last = Sidejoin::start("run", &env);
-    last.wait_ready(WAIT);
-    let deadline = Instant::now() + WAIT;
-    while consumed(&app, &left, &right) < TOTAL as i64 {
-        assert!(
-            Instant::now() < deadline,
-            "not every offset consumed:\n{}",
-            last.logs()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let _last = kills::kill_rounds(
+        &env,
+        &app,
+        &[&left, &right],
+        &out,
+        &mut kills::Input::fixed(TOTAL),
+        3,
+        |_| {},
+    );
     let ends: i64 = kafka::high_watermarks(&left)
         .iter()
         .chain(kafka::high_watermarks(&right).iter())
         .sum();
     assert_eq!(ends, TOTAL as i64);
     // Replay of every record, in production order.
-    let replayed: Vec<_> = all
-        .iter()
-        .map(|(l, _, v, ts)| (*l, v.clone(), *ts))
-        .collect();
-    let want = upsert::replay_table(&env, &replayed);
+    let want = upsert::replay_table(&env, &all);
     assert_eq!(want.len(), 10_000, "every left id is in the left join");
-    upsert::wait_for_table(&out, &want, deadline);
+    upsert::wait_for_table(&out, &want, Instant::now() + WAIT);
 }

@@ -4,12 +4,11 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use common::fixtures;
 use common::kafka::{self, Sidejoin};
-use common::upsert::replay_records;
+use common::upsert::{self, replay_records};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -127,25 +126,6 @@ fn seed004_inner_join_end_to_end() {
     seed_end_to_end("seed004_inner_join");
 }
 
-/// Applies a Debezium changelog to a multiset of rows.
-fn materialize(values: &[Value]) -> HashMap<String, i64> {
-    let mut table: HashMap<String, i64> = HashMap::new();
-    for v in values {
-        if !v["before"].is_null() {
-            *table.entry(v["before"].to_string()).or_default() -= 1;
-        }
-        if !v["after"].is_null() {
-            *table.entry(v["after"].to_string()).or_default() += 1;
-        }
-    }
-    table.retain(|_, n| *n != 0);
-    assert!(
-        table.values().all(|n| *n > 0),
-        "a retraction removed a row that was not there"
-    );
-    table
-}
-
 #[test]
 fn concurrent_production_materialises_the_same_table() {
     let t = topics("concurrent", 3);
@@ -205,7 +185,7 @@ fn concurrent_production_materialises_the_same_table() {
         .into_iter()
         .map(|(_, v)| v)
         .collect();
-    let want = materialize(&want_values);
+    let want = upsert::materialize(&want_values);
     // The output topic keeps growing until every change is in; wait for the materialised table.
     let deadline = std::time::Instant::now() + WAIT;
     loop {
@@ -213,7 +193,7 @@ fn concurrent_production_materialises_the_same_table() {
             .iter()
             .map(|r| r.value_json())
             .collect();
-        let got = materialize(&got_values);
+        let got = upsert::materialize(&got_values);
         if got == want {
             break;
         }

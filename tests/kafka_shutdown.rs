@@ -93,12 +93,14 @@ fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
         "committed {committed}"
     );
     let logs = first.logs();
-    let processed: u64 = logs
+    // One final count per worker (`SIDEJOIN_WORKERS`).
+    let counts: Vec<u64> = logs
         .split("stopped cleanly after ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no final count in:\n{logs}"));
+        .skip(1)
+        .filter_map(|s| s.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(!counts.is_empty(), "no final count in:\n{logs}");
+    let processed: u64 = counts.iter().sum();
     assert_eq!(
         processed, committed as u64,
         "everything processed was committed"

@@ -42,7 +42,7 @@ pub fn processor(
     options: StoreOptions,
 ) -> Box<dyn Processor> {
     let mut p: Box<dyn Processor> = match store {
-        Store::Memory => Box::new(JoinProcessor::new(config, MemoryState::new())),
+        Store::Memory => Box::new(JoinProcessor::volatile(config, MemoryState::new())),
         Store::Rocks => {
             let state = RocksState::open(dir, &options).expect("open RocksDB");
             Box::new(JoinProcessor::new(config, state))
@@ -84,13 +84,13 @@ pub fn run<'a>(
         if (i + 1) % CHECKPOINT_EVERY == 0 {
             // As the run loop does: seal now, persist the previous checkpoint (its outputs
             // would be acknowledged by then).
-            let sealed = p.seal(&offsets).expect("seal");
+            let sealed = p.seal(&offsets, &mut |_, _| {}).expect("seal");
             if let Some(previous) = previous.replace(sealed) {
                 p.persist(previous).expect("persist");
             }
         }
     }
-    let last = p.seal(&offsets).expect("seal");
+    let last = p.seal(&offsets, &mut |_, _| {}).expect("seal");
     p.persist(last).expect("persist");
     (count, bytes)
 }

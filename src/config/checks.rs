@@ -229,15 +229,4 @@ pub(super) fn run_requirements(
             "Avro output needs SIDEJOIN_SCHEMA_REGISTRY_URL (its schemas are registered there)",
         );
     }
-    if raw
-        .processing_guarantee
-        .as_deref()
-        .is_some_and(|g| g.eq_ignore_ascii_case("exactly_once"))
-    {
-        p.add(
-            "SIDEJOIN_PROCESSING_GUARANTEE",
-            raw.processing_guarantee.as_deref(),
-            format!("exactly_once {not_yet}"),
-        );
-    }
 }

@@ -220,6 +220,29 @@ fn http_addr(p: &mut Problems, raw: &RawConfig) -> SocketAddr {
 
 /// A static group member's id (`group.instance.id`): what Kafka accepts for it, 1–249 of
 /// `[A-Za-z0-9._-]` (a Kubernetes pod name is one).
+/// The most worker threads one instance runs.
+const MAX_WORKERS: usize = 256;
+
+/// `SIDEJOIN_WORKERS`: 1 to `MAX_WORKERS`.
+fn parse_workers(v: &str) -> Result<usize, ConfigError> {
+    let n = parse_positive("SIDEJOIN_WORKERS", v)?;
+    if n > MAX_WORKERS {
+        return Err(ConfigError::new(
+            "SIDEJOIN_WORKERS",
+            Some(v),
+            format!("expected at most {MAX_WORKERS} worker threads"),
+        ));
+    }
+    Ok(n)
+}
+
+/// The default `SIDEJOIN_WORKERS`: the cores available to the process.
+fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_WORKERS)
+}
+
 fn parse_instance_id(v: &str) -> Result<String, ConfigError> {
     let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
     if v.is_empty() || v.len() > 249 || !v.chars().all(legal) {
@@ -350,6 +373,7 @@ pub fn load(
         })
         .unwrap_or(Guarantee::AtLeastOnce),
         commit_interval_ms: duration(&mut p, "COMMIT_INTERVAL", &raw.commit_interval, 100),
+        max_task_idle_ms: duration(&mut p, "MAX_TASK_IDLE", &raw.max_task_idle, 1_000),
         auto_offset_reset: opt(&mut p, &raw.auto_offset_reset, |v| {
             parse_enum(
                 "SIDEJOIN_AUTO_OFFSET_RESET",
@@ -391,6 +415,7 @@ pub fn load(
         })
         .unwrap_or(LogFormat::Text),
         shutdown_timeout_ms: duration(&mut p, "SHUTDOWN_TIMEOUT", &raw.shutdown_timeout, 30_000),
+        workers: opt(&mut p, &raw.workers, parse_workers).unwrap_or_else(default_workers),
         on_error: opt(&mut p, &raw.on_error, |v| {
             parse_enum(
                 "SIDEJOIN_ON_ERROR",
@@ -403,6 +428,14 @@ pub fn load(
             )
         })
         .unwrap_or(OnError::Dlq),
+        on_copartition_violation: opt(&mut p, &raw.on_copartition_violation, |v| {
+            parse_enum(
+                "SIDEJOIN_ON_COPARTITION_VIOLATION",
+                v,
+                &[("warn", OnViolation::Warn), ("fail", OnViolation::Fail)],
+            )
+        })
+        .unwrap_or(OnViolation::Warn),
     };
     if mode == Mode::Run {
         checks::run_requirements(&mut p, &raw, &join, &output);

@@ -31,8 +31,10 @@ pub struct RawConfig {
     pub state_cache_mb: Option<String>,
     pub log_format: Option<String>,
     pub shutdown_timeout: Option<String>,
+    pub workers: Option<String>,
     pub processing_guarantee: Option<String>,
     pub commit_interval: Option<String>,
+    pub max_task_idle: Option<String>,
     pub auto_offset_reset: Option<String>,
     pub schema_registry_url: Option<String>,
     pub schema_registry_username: Option<String>,
@@ -74,6 +76,7 @@ pub struct RawConfig {
     pub output_format: Option<String>,
     pub output_avro_schema: Option<String>,
     pub on_error: Option<String>,
+    pub on_copartition_violation: Option<String>,
     pub dlq_topic: Option<String>,
     // Flink SQL as configuration: read by `config::sql_source` from the environment before this
     // struct is; listed here so that they are known variables.

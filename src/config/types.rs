@@ -258,6 +258,24 @@ impl OnError {
     }
 }
 
+/// `SIDEJOIN_ON_COPARTITION_VIOLATION`: a record whose Kafka key does not carry its join key
+/// (co-partitioned mode) is counted and logged once per partition (`Warn`), or stops the process
+/// before it is applied (`Fail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnViolation {
+    Warn,
+    Fail,
+}
+
+impl OnViolation {
+    pub fn name(self) -> &'static str {
+        match self {
+            OnViolation::Warn => "warn",
+            OnViolation::Fail => "fail",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Guarantee {
     AtLeastOnce,
@@ -291,6 +309,9 @@ pub struct KafkaSpec {
     pub producer_properties: Vec<(String, String)>,
     pub guarantee: Guarantee,
     pub commit_interval_ms: i64,
+    /// How long a partition's record waits for the other topic's partition to deliver what it
+    /// has (`SIDEJOIN_MAX_TASK_IDLE`; see `runtime::merge`).
+    pub max_task_idle_ms: i64,
     pub auto_offset_reset: OffsetReset,
     /// The schema registry of the Avro formats (`SIDEJOIN_SCHEMA_REGISTRY_*`), when configured.
     pub registry: Option<RegistrySpec>,
@@ -334,7 +355,11 @@ pub struct ProcessSpec {
     pub state_cache_mb: usize,
     pub log_format: LogFormat,
     pub shutdown_timeout_ms: i64,
+    /// Processing threads, each with its own consumer, engine and state (`SIDEJOIN_WORKERS`).
+    pub workers: usize,
     pub on_error: OnError,
+    /// What a record whose key does not carry its join key does (`SIDEJOIN_ON_COPARTITION_VIOLATION`).
+    pub on_copartition_violation: OnViolation,
 }
 
 /// A validated configuration.

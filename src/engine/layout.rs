@@ -12,6 +12,7 @@
 //! | `META` | partition | name | bytes |
 //! | `INTERVAL_ROWS` | partition, side, join key | row time, arrival sequence | `Timed` row |
 //! | `INTERVAL_TIME` | partition, side | row time, arrival sequence | join key bytes |
+//! | `LOCAL` | partition | name | 8 bytes (kept by durable stores beside the state, never mirrored) |
 //!
 //! Join keys, primary keys and rows use the self-delimiting encodings of `canonical`, so a TTL
 //! item can be split back into its parts. In a group, a join or primary key is preceded by its
@@ -28,6 +29,8 @@ pub const TTL: u8 = 3;
 pub const META: u8 = 4;
 pub const INTERVAL_ROWS: u8 = 5;
 pub const INTERVAL_TIME: u8 = 6;
+/// Local-only numbers of a partition (never mirrored to the changelog): see `local_group`.
+pub const LOCAL: u8 = 7;
 
 /// Meta item holding the interval join's last arrival sequence number of the partition.
 pub const INTERVAL_SEQ: &[u8] = b"interval_seq";
@@ -89,7 +92,7 @@ pub fn group_len(key: &[u8]) -> usize {
             .map(|b: [u8; 4]| HEAD_LEN + 4 + u32::from_be_bytes(b) as usize)
             .filter(|&end| end <= key.len())
             .unwrap_or(key.len()),
-        TTL | META | INTERVAL_TIME => HEAD_LEN,
+        TTL | META | INTERVAL_TIME | LOCAL => HEAD_LEN,
         _ => key.len(),
     }
 }
@@ -134,6 +137,31 @@ pub fn interval_item_seq(item: &[u8]) -> u64 {
 
 pub fn meta_group(buf: &mut Vec<u8>, partition: Partition) {
     head(buf, partition, META, None);
+}
+
+pub fn local_group(buf: &mut Vec<u8>, partition: Partition) {
+    head(buf, partition, LOCAL, None);
+}
+
+/// Whether a stored key is a local-only entry (`LOCAL`), which is never mirrored.
+pub fn is_local(key: &[u8]) -> bool {
+    key.get(4) == Some(&LOCAL)
+}
+
+/// The side whose changelog topic mirrors a stored key: its side byte, and the left topic for
+/// entries of no side (the partition's metadata).
+pub fn mirror_side(key: &[u8]) -> Side {
+    match key.get(5) {
+        Some(b'R') => Side::Right,
+        _ => Side::Left,
+    }
+}
+
+/// The input partition a stored key belongs to.
+pub fn partition_of(key: &[u8]) -> Option<Partition> {
+    key.get(..4)
+        .and_then(|b| b.try_into().ok())
+        .map(i32::from_be_bytes)
 }
 
 /// A time as 8 bytes whose byte order is the numeric order.

@@ -70,6 +70,9 @@ impl StateValue {
     }
 }
 
+/// Receives the net changes of a checkpoint: stored key, encoded value (`None`: deleted).
+pub type Mirror<'a> = dyn FnMut(&[u8], Option<&[u8]>) + 'a;
+
 /// A sealed checkpoint of a store: its number, increasing from 1.
 pub type Checkpoint = u64;
 
@@ -112,8 +115,51 @@ pub trait JoinState {
         Ok(0)
     }
 
+    /// Like `seal`, and hands every net change of the checkpoint to `mirror` (the changelog):
+    /// the stored key (group followed by item) and the encoded value, `None` when deleted.
+    /// Stores that keep nothing durable mirror nothing.
+    fn seal_mirrored(&mut self, _mirror: &mut Mirror<'_>) -> Result<Checkpoint, StateError> {
+        self.seal()
+    }
+
     /// Makes every sealed checkpoint up to `upto` durable, in order.
     fn persist(&mut self, _upto: Checkpoint) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Drops every write not yet persisted, sealed or open (their transaction was aborted).
+    fn discard_unpersisted(&mut self) {}
+
+    /// Writes one changelog record (a stored key and encoded value, `None`: deleted) straight
+    /// into the durable state, bypassing checkpoints (restore); `loaded` makes them durable.
+    fn load(&mut self, _key: &[u8], _value: Option<&[u8]>) -> Result<(), StateError> {
+        Err(StateError(
+            "this state store cannot be restored from a changelog".into(),
+        ))
+    }
+
+    /// Makes every `load`ed record durable.
+    fn loaded(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Visits `partition`'s durable entries as stored keys and encoded values (to mirror a local
+    /// copy into an empty changelog).
+    fn entries(&mut self, _partition: Partition, _visit: &mut dyn FnMut(&[u8], &[u8])) {}
+
+    /// A local-only number of `partition` (the changelog positions its state reflects): kept
+    /// beside the state, never mirrored, deleted with the partition.
+    fn local(&mut self, _partition: Partition, _name: &[u8]) -> Option<i64> {
+        None
+    }
+
+    /// Sets a local-only number of `partition`, durably.
+    fn set_local(
+        &mut self,
+        _partition: Partition,
+        _name: &[u8],
+        _value: i64,
+    ) -> Result<(), StateError> {
         Ok(())
     }
 
@@ -161,5 +207,31 @@ impl<S: JoinState + ?Sized> JoinState for Box<S> {
     }
     fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
         (**self).delete_partition(partition)
+    }
+    fn seal_mirrored(&mut self, mirror: &mut Mirror<'_>) -> Result<Checkpoint, StateError> {
+        (**self).seal_mirrored(mirror)
+    }
+    fn discard_unpersisted(&mut self) {
+        (**self).discard_unpersisted()
+    }
+    fn load(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), StateError> {
+        (**self).load(key, value)
+    }
+    fn loaded(&mut self) -> Result<(), StateError> {
+        (**self).loaded()
+    }
+    fn entries(&mut self, partition: Partition, visit: &mut dyn FnMut(&[u8], &[u8])) {
+        (**self).entries(partition, visit)
+    }
+    fn local(&mut self, partition: Partition, name: &[u8]) -> Option<i64> {
+        (**self).local(partition, name)
+    }
+    fn set_local(
+        &mut self,
+        partition: Partition,
+        name: &[u8],
+        value: i64,
+    ) -> Result<(), StateError> {
+        (**self).set_local(partition, name, value)
     }
 }

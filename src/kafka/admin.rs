@@ -122,6 +122,69 @@ pub fn check_topics(cfg: &Config, md: &Metadata) -> Result<Topology, StartupErro
     Ok(topology)
 }
 
+/// Makes sure the changelog `topic` exists, compacted, with one partition per input partition:
+/// creates it when missing (SPEC §7), refuses one with another partition count or cleanup
+/// policy (its records would restore the wrong partitions, or be deleted by retention).
+pub fn ensure_changelog(
+    cfg: &Config,
+    md: &Metadata,
+    topic: &str,
+    partitions: i32,
+) -> Result<(), StartupError> {
+    let admin: AdminClient<DefaultClientContext> = super::admin_config(cfg).create()?;
+    match self::partitions(md, topic) {
+        None => {
+            let replication = md.brokers().len().clamp(1, 3) as i32;
+            let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication))
+                .set("cleanup.policy", "compact")
+                // Keep the newest segments uncompacted for a while: cheap, and restores read
+                // the recent history as written.
+                .set("min.compaction.lag.ms", "60000");
+            let results =
+                futures::executor::block_on(admin.create_topics([&new], &AdminOptions::new()))?;
+            for r in results {
+                match r {
+                    Ok(_) => tracing::info!(
+                        "created changelog topic `{topic}` ({partitions} partitions, compacted)"
+                    ),
+                    Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                    Err((t, e)) => {
+                        return Err(StartupError::Topics(format!(
+                            "cannot create changelog topic `{t}`: {e}"
+                        )))
+                    }
+                }
+            }
+            Ok(())
+        }
+        Some(n) if n != partitions => Err(StartupError::Topics(format!(
+            "changelog topic `{topic}` has {n} partitions but the inputs have {partitions}: \
+             each input partition needs its own changelog partition; delete the topic (the state \
+             is rebuilt from the inputs) or use another SIDEJOIN_APPLICATION_ID"
+        ))),
+        Some(_) => {
+            let resource = rdkafka::admin::ResourceSpecifier::Topic(topic);
+            let described = futures::executor::block_on(
+                admin.describe_configs([&resource], &AdminOptions::new()),
+            )?;
+            let policy = described
+                .into_iter()
+                .flatten()
+                .find_map(|r| r.get("cleanup.policy").and_then(|e| e.value.clone()))
+                .unwrap_or_default();
+            if policy.split(',').any(|p| p.trim() == "compact") {
+                Ok(())
+            } else {
+                Err(StartupError::Topics(format!(
+                    "changelog topic `{topic}` has cleanup.policy={policy}, not compact: retention \
+                     would delete state; set cleanup.policy=compact on it \
+                     (kafka-configs --alter --add-config cleanup.policy=compact)"
+                )))
+            }
+        }
+    }
+}
+
 /// Creates `topic` with `partitions` partitions unless it exists.
 pub fn ensure_topic(
     cfg: &Config,

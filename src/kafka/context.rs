@@ -1,19 +1,27 @@
 //! The consumer's librdkafka callbacks. They do no work: rebalances become events on a channel
 //! for the processing loop (which owns the state), statistics become consumer-lag gauges and the
 //! brokers' reachability (no broker up: not ready), and librdkafka's log lines go to `tracing`.
+//!
+//! Rebalances are a rendezvous: the callback does not assign or unassign. librdkafka waits for
+//! the application's `unassign`/`assign` (as with confluent-kafka-go's application rebalance
+//! events), so the loop finishes and commits the work of revoked partitions while their
+//! offsets can still be committed, and restores new ones before it assigns them at the exact
+//! offsets their state reflects. Once `closing`, the callback unassigns by itself (the consumer
+//! is closing and the loop no longer listens).
 
+use rdkafka::consumer::RebalanceProtocol;
+use rdkafka::types::RDKafkaRespErr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
 
 use rdkafka::client::ClientContext;
 use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::statistics::Statistics;
 use rdkafka::TopicPartitionList;
 
-use crate::metrics::Metrics;
+use crate::metrics::WorkerMetrics;
 
 /// A change of the partitions this process owns: `(topic, partition)` pairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,18 +44,26 @@ fn pairs(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
 
 pub struct JoinContext {
     events: Sender<Assignment>,
-    metrics: Arc<Metrics>,
+    metrics: WorkerMetrics,
     /// Whether the last statistics saw a broker up (to log changes once).
     reachable: AtomicBool,
+    /// The loop no longer handles rebalances: the callback unassigns by itself.
+    closing: AtomicBool,
 }
 
 impl JoinContext {
-    pub fn new(events: Sender<Assignment>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(events: Sender<Assignment>, metrics: WorkerMetrics) -> Self {
         JoinContext {
             events,
             metrics,
             reachable: AtomicBool::new(true),
+            closing: AtomicBool::new(false),
         }
+    }
+
+    /// From now on rebalances unassign by themselves (the consumer is closing).
+    pub fn close(&self) {
+        self.closing.store(true, Ordering::Relaxed);
     }
 }
 
@@ -89,9 +105,19 @@ impl ClientContext for JoinContext {
         }
         for (topic, t) in &statistics.topics {
             for (partition, p) in &t.partitions {
-                if *partition >= 0 && p.consumer_lag >= 0 {
-                    self.metrics
-                        .set_consumer_lag(topic, *partition, p.consumer_lag);
+                // Offsets are committed through the checkpoint transactions, which the consumer
+                // does not see: its own `consumer_lag` stays unknown, so the lag is measured
+                // from what it handed to the application (read_committed: up to the last
+                // stable offset).
+                let lag = if p.consumer_lag >= 0 {
+                    p.consumer_lag
+                } else if p.app_offset >= 0 && p.ls_offset >= 0 {
+                    (p.ls_offset - p.app_offset).max(0)
+                } else {
+                    continue;
+                };
+                if *partition >= 0 {
+                    self.metrics.set_consumer_lag(topic, *partition, lag);
                 }
             }
         }
@@ -103,24 +129,61 @@ impl ClientContext for JoinContext {
 }
 
 impl ConsumerContext for JoinContext {
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(tpl) = rebalance {
-            // The receiver lives as long as the processing loop; a send error means it ended.
-            let _ = self.events.send(Assignment::Revoked {
-                partitions: pairs(tpl),
-                lost: consumer.assignment_lost(),
-            });
-        }
-    }
-
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Assign(tpl) => {
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        tpl: &mut TopicPartitionList,
+    ) {
+        let closing = self.closing.load(Ordering::Relaxed);
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => {
                 self.metrics.rebalance();
-                let _ = self.events.send(Assignment::Assigned(pairs(tpl)));
+                if closing {
+                    let _ = consumer.assign(tpl);
+                } else {
+                    // The receiver lives as long as the processing loop; a send error means it
+                    // ended.
+                    let _ = self.events.send(Assignment::Assigned(pairs(tpl)));
+                }
             }
-            Rebalance::Revoke(_) => {}
-            Rebalance::Error(e) => tracing::warn!("rebalance error: {e}"),
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                if closing {
+                    let _ = match consumer.rebalance_protocol() {
+                        RebalanceProtocol::Cooperative => consumer.incremental_unassign(tpl),
+                        _ => consumer.unassign(),
+                    };
+                } else {
+                    let _ = self.events.send(Assignment::Revoked {
+                        partitions: pairs(tpl),
+                        lost: consumer.assignment_lost(),
+                    });
+                }
+            }
+            other => {
+                tracing::warn!("rebalance error: {other:?}");
+                let _ = consumer.unassign();
+            }
         }
     }
 }
+
+/// The restore consumer's context: librdkafka's log lines to `tracing`; end-of-partition
+/// events, which the restore waits for, are not errors.
+pub struct RestoreContext;
+
+impl ClientContext for RestoreContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        log(level, fac, message)
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        let eof = matches!(error, KafkaError::PartitionEOF(_))
+            || error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF);
+        if !eof {
+            tracing::warn!(target: "librdkafka", "restore consumer: {error}: {reason}");
+        }
+    }
+}
+
+impl ConsumerContext for RestoreContext {}

@@ -12,13 +12,25 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{DeliveryResult, Message};
 use rdkafka::producer::ProducerContext;
 
+use rustc_hash::FxHashMap;
+
+use crate::changelog::Side;
 use crate::metrics::Metrics;
 
 #[derive(Default)]
 struct Counts {
     /// Checkpoint number → records sent under it and not yet acknowledged.
     outstanding: BTreeMap<u64, u64>,
+    /// `(side index, partition)` of a changelog topic → the offset after its last delivered
+    /// record.
+    changelog: FxHashMap<(usize, i32), i64>,
     failed: Option<String>,
+}
+
+/// The delivery opaque of a changelog record of `side` (output records carry their checkpoint
+/// number, which never comes near these).
+pub fn changelog_opaque(side: Side) -> usize {
+    usize::MAX - side.index()
 }
 
 pub struct Deliveries {
@@ -64,6 +76,21 @@ impl Deliveries {
         self.counts().outstanding.values().sum()
     }
 
+    /// Takes the changelog positions delivered since the last call: `(side index, partition)` →
+    /// the offset after the last delivered record.
+    pub fn take_changelog_positions(&self) -> FxHashMap<(usize, i32), i64> {
+        std::mem::take(&mut self.counts().changelog)
+    }
+
+    /// Forgets delivery failures and changelog positions: what failed was purged with an
+    /// aborted transaction, which is redone.
+    pub fn aborted(&self) {
+        let mut c = self.counts();
+        c.failed = None;
+        c.changelog.clear();
+        c.outstanding.clear();
+    }
+
     /// The first delivery that failed, if any (the producer's retries are exhausted).
     pub fn failure(&self) -> Option<String> {
         self.counts().failed.clone()
@@ -85,6 +112,21 @@ impl ProducerContext for Deliveries {
 
     fn delivery(&self, result: &DeliveryResult<'_>, checkpoint: usize) {
         let mut c = self.counts();
+        if checkpoint >= changelog_opaque(Side::Right) {
+            match result {
+                Ok(msg) => {
+                    let at = (usize::MAX - checkpoint, msg.partition());
+                    let next = c.changelog.entry(at).or_insert(0);
+                    *next = (*next).max(msg.offset() + 1);
+                }
+                Err((e, _)) => {
+                    if c.failed.is_none() {
+                        c.failed = Some(format!("changelog: {e}"));
+                    }
+                }
+            }
+            return;
+        }
         let key = checkpoint as u64;
         if let Some(n) = c.outstanding.get_mut(&key) {
             *n = n.saturating_sub(1);

@@ -66,6 +66,8 @@ pub fn consumer_config(cfg: &Config) -> ClientConfig {
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("isolation.level", "read_committed")
+        // End-of-partition events tell the timestamp merge that a side is caught up.
+        .set("enable.partition.eof", "true")
         .set("partition.assignment.strategy", "range")
         .set("statistics.interval.ms", "1000")
         .set(
@@ -90,6 +92,65 @@ pub fn producer_config(cfg: &Config) -> ClientConfig {
     c.set("enable.idempotence", "true")
         .set("acks", "all")
         .set("partitioner", "murmur2_random");
+    c
+}
+
+/// The transactional producer of checkpoints (SPEC §7): changelog records and input offsets,
+/// and under `exactly_once` the output and dead letters too. `id` is its `transactional.id`;
+/// a new producer with the same id fences the old one (a restarted instance, a zombie).
+pub fn transactional_config(cfg: &Config, id: &str) -> ClientConfig {
+    let mut c = producer_config(cfg);
+    c.set("transactional.id", id);
+    c
+}
+
+/// The `transactional.id` of this instance's checkpoint producer: `<app>-<instance id>` under
+/// static membership, else `<app>-<volume id>`, where the volume id is made once and kept in the
+/// state directory (`None`: volatile state, an id unique to this process). Stable across
+/// restarts on one volume, so a restarted instance fences its predecessor and aborts what it
+/// left open at once; never shared by two instances, which never share a volume.
+pub fn transactional_id(cfg: &Config, volume: Option<&str>) -> String {
+    let app = &cfg.kafka.application_id;
+    match (&cfg.kafka.instance_id, volume) {
+        (Some(id), _) => format!("{app}-{id}"),
+        (None, Some(v)) => format!("{app}-{v}"),
+        (None, None) => format!("{app}-{}", unique_id()),
+    }
+}
+
+/// An id unlikely to be made twice: the process id and the time in nanoseconds.
+pub fn unique_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{nanos:x}", std::process::id())
+}
+
+/// The changelog topic mirroring the state of `side`: `<app>-left-changelog`.
+pub fn changelog_topic(cfg: &Config, side: crate::changelog::Side) -> String {
+    format!("{}-{}-changelog", cfg.kafka.application_id, side.name())
+}
+
+/// The consumer that restores state from the changelog topics: no group (partitions are
+/// assigned explicitly), committed transactions only, end of partition reported.
+pub fn restore_consumer_config(cfg: &Config) -> ClientConfig {
+    let mut c = common(
+        cfg,
+        "restore",
+        &[
+            ("fetch.max.bytes", "67108864"),
+            ("max.partition.fetch.bytes", "16777216"),
+            // The end of a partition is known from an empty fetch: do not let it linger.
+            ("fetch.wait.max.ms", "20"),
+        ],
+        &cfg.kafka.consumer_properties,
+    );
+    c.set("group.id", format!("{}-restore", cfg.kafka.application_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", "read_committed");
     c
 }
 

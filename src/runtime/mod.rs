@@ -1,15 +1,20 @@
-//! `sidejoin run`: the Kafka runtime around the pipeline. `run` serves HTTP, runs the processing
-//! loop on a blocking thread, and honours `shutdown` (SIGTERM/SIGINT in the binary) within
-//! `SIDEJOIN_SHUTDOWN_TIMEOUT`. Everything is passed in; nothing is global.
+//! `sidejoin run`: the Kafka runtime around the pipeline. `run` serves HTTP, runs one processing
+//! loop per worker (`SIDEJOIN_WORKERS`) on its own blocking thread, and honours `shutdown`
+//! (SIGTERM/SIGINT in the binary) within `SIDEJOIN_SHUTDOWN_TIMEOUT`. Everything is passed in;
+//! nothing is global.
 
-mod checkpoints;
+mod durable;
+mod input;
+mod merge;
 mod output;
 pub mod processor;
 mod run_loop;
+mod workers;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::changelog::Side;
@@ -19,6 +24,7 @@ use crate::metrics::Metrics;
 
 pub use processor::{InRecord, JoinProcessor, PassthroughProcessor, Processor};
 pub use run_loop::now_ms;
+pub use workers::worker_configs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -38,6 +44,18 @@ pub enum RunError {
         error: String,
     },
     #[error(
+        "the {side} record at topic {topic} partition {partition} offset {offset} is not co-partitioned: {why}; {fix} \
+         (SIDEJOIN_ON_COPARTITION_VIOLATION=fail; the records before it are committed, a restart resumes at it)"
+    )]
+    Copartition {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        side: Side,
+        why: String,
+        fix: String,
+    },
+    #[error(
         "an output record could not be delivered: {0}; nothing after the last commit is committed"
     )]
     Delivery(String),
@@ -53,13 +71,29 @@ pub enum RunError {
     ConsumerFatal(String),
     #[error("the processing thread panicked: {0}")]
     Panicked(String),
+    /// A checkpoint transaction failed; `fatal`: the producer cannot go on (fenced).
+    #[error("checkpoint transaction: {what}")]
+    Transaction { fatal: bool, what: String },
+    /// A checkpoint transaction was aborted: what it held is dropped and the partitions are
+    /// restored from what was committed (handled by the run loop, never returned by `run`).
+    #[error("checkpoint transaction aborted: {0}")]
+    Aborted(String),
 }
 
-/// Runs `processor` against Kafka until `shutdown` is cancelled (then drains, commits and
-/// returns `Ok`) or a fatal error. `metrics` is served on `SIDEJOIN_HTTP_ADDR`.
+impl From<crate::engine::state::StateError> for RunError {
+    fn from(e: crate::engine::state::StateError) -> Self {
+        RunError::State(e.0)
+    }
+}
+
+/// Runs each worker, a configuration from `worker_configs` and the processor of its state,
+/// against Kafka until `shutdown` is cancelled (then every worker drains, commits and returns:
+/// `Ok`) or a worker fails (then the others drain and commit too, and its error is returned).
+/// `config` is the instance's; `metrics`, made for as many workers, is served on
+/// `SIDEJOIN_HTTP_ADDR`.
 pub async fn run(
-    config: Config,
-    mut processor: Box<dyn Processor>,
+    config: &Config,
+    workers: Vec<(Config, Box<dyn Processor>)>,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
@@ -68,20 +102,46 @@ pub async fn run(
         .await
         .map_err(RunError::Http)?;
     let timeout = Duration::from_millis(config.process.shutdown_timeout_ms.max(0) as u64);
-    let token = shutdown.clone();
-    let mut worker = tokio::task::spawn_blocking(move || {
-        run_loop::run_blocking(&config, processor.as_mut(), &metrics, &token)
-    });
-    let joined = tokio::select! {
-        r = &mut worker => r,
-        () = shutdown.cancelled() => match tokio::time::timeout(timeout, &mut worker).await {
-            Ok(r) => r,
-            Err(_) => {
-                http_stop.cancel();
-                return Err(RunError::ShutdownTimeout(timeout.as_millis() as i64));
-            }
-        },
-    };
+    // Cancelled by `shutdown`, or by the first worker to fail.
+    let stop = shutdown.child_token();
+    let several = workers.len() > 1;
+    let gate = Arc::new(workers::StartGate::new(workers.len()));
+    let mut running = JoinSet::new();
+    for (i, (cfg, mut processor)) in workers.into_iter().enumerate() {
+        let (m, token, gate) = (metrics.worker(i), stop.clone(), gate.clone());
+        running.spawn_blocking(move || {
+            let _span = several.then(|| tracing::info_span!("worker", i).entered());
+            run_loop::run_blocking(&cfg, processor.as_mut(), &m, &gate, &token)
+        });
+    }
+    let mut first_error = None;
+    // Once stopping: when every worker must have finished.
+    let mut deadline = None;
+    loop {
+        let joined = match deadline {
+            None => tokio::select! {
+                r = running.join_next() => r,
+                () = stop.cancelled() => {
+                    deadline = Some(tokio::time::Instant::now() + timeout);
+                    continue;
+                }
+            },
+            Some(at) => match tokio::time::timeout_at(at, running.join_next()).await {
+                Ok(r) => r,
+                Err(_) => {
+                    http_stop.cancel();
+                    let late = RunError::ShutdownTimeout(timeout.as_millis() as i64);
+                    return Err(first_error.unwrap_or(late));
+                }
+            },
+        };
+        let Some(joined) = joined else { break };
+        let result = joined.map_err(|e| RunError::Panicked(e.to_string()));
+        if let Err(e) = result.and_then(|r| r) {
+            stop.cancel();
+            first_error.get_or_insert(e);
+        }
+    }
     http_stop.cancel();
-    joined.map_err(|e| RunError::Panicked(e.to_string()))?
+    first_error.map_or(Ok(()), Err)
 }

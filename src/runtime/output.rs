@@ -2,24 +2,25 @@
 //! would) and dead letters, each under the checkpoint open when it was sent. A full producer
 //! queue is waited out by serving delivery reports; sending never allocates per record.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::Message;
 
-use crate::changelog::Side;
 use crate::format::DecodeError;
 use crate::kafka::deliveries::Deliveries;
 use crate::kafka::partitioner::partition_for;
 use crate::sink::Records;
 
+use super::merge::Buffered;
 use super::RunError;
 
 pub struct Output {
-    producer: BaseProducer<Deliveries>,
+    /// Under `exactly_once` the checkpoint protocol's transactional producer.
+    producer: Arc<BaseProducer<Deliveries>>,
     topic: String,
     partitions: i32,
     dlq_topic: String,
@@ -27,7 +28,7 @@ pub struct Output {
 
 impl Output {
     pub fn new(
-        producer: BaseProducer<Deliveries>,
+        producer: Arc<BaseProducer<Deliveries>>,
         topic: &str,
         partitions: i32,
         dlq_topic: &str,
@@ -92,27 +93,24 @@ impl Output {
     /// where it came from.
     pub fn dead_letter(
         &self,
-        msg: &BorrowedMessage<'_>,
-        side: Side,
+        msg: &Buffered,
+        topic: &str,
         error: &DecodeError,
-        timestamp: i64,
         checkpoint: u64,
     ) -> Result<(), RunError> {
         let mut headers = OwnedHeaders::new();
-        if let Some(h) = msg.headers() {
-            for hd in h.iter() {
-                headers = headers.insert(Header {
-                    key: hd.key,
-                    value: hd.value,
-                });
-            }
+        for (key, value) in &msg.headers {
+            headers = headers.insert(Header {
+                key,
+                value: value.as_deref(),
+            });
         }
         let info = [
             ("sidejoin.error", error.to_string()),
-            ("sidejoin.source.topic", msg.topic().to_owned()),
-            ("sidejoin.source.partition", msg.partition().to_string()),
-            ("sidejoin.source.offset", msg.offset().to_string()),
-            ("sidejoin.source.side", side.name().to_owned()),
+            ("sidejoin.source.topic", topic.to_owned()),
+            ("sidejoin.source.partition", msg.partition.to_string()),
+            ("sidejoin.source.offset", msg.offset.to_string()),
+            ("sidejoin.source.side", msg.side.name().to_owned()),
         ];
         for (key, value) in &info {
             headers = headers.insert(Header {
@@ -122,12 +120,12 @@ impl Output {
         }
         let mut record: BaseRecord<'_, [u8], [u8], usize> =
             BaseRecord::with_opaque_to(&self.dlq_topic, checkpoint as usize)
-                .timestamp(timestamp)
+                .timestamp(msg.timestamp)
                 .headers(headers);
-        if let Some(k) = msg.key() {
+        if let Some(k) = &msg.key {
             record = record.key(k);
         }
-        if let Some(v) = msg.payload() {
+        if let Some(v) = &msg.value {
             record = record.payload(v);
         }
         self.send(record, checkpoint)

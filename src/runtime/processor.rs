@@ -9,10 +9,10 @@ use crate::avro::registry::Registry;
 use crate::avro::AvroInput;
 use crate::changelog::{Partition, Side};
 use crate::config::{Config, OutputFormat};
-use crate::engine::state::Checkpoint;
+use crate::engine::state::{Checkpoint, Mirror};
 use crate::engine::JoinState;
 use crate::format::DecodeError;
-use crate::metrics::Metrics;
+use crate::metrics::WorkerMetrics;
 use crate::pipeline::{ErrorAction, Offsets, Origin, Pipeline};
 use crate::sink::Records;
 use crate::stats::Stats;
@@ -43,6 +43,14 @@ pub trait Processor: Send {
     ) -> Result<(), DecodeError>;
     /// What to do with the record `process` could not decode (`SIDEJOIN_ON_ERROR`).
     fn dispatch(&mut self) -> ErrorAction;
+    /// From now on, checks that records' keys carry their join key (co-partitioned topics of
+    /// more than one partition).
+    fn check_copartitioning(&mut self) {}
+    /// Why the record `process` handled last does not fit co-partitioning, if it does not
+    /// (under `SIDEJOIN_ON_COPARTITION_VIOLATION=fail` it was not applied).
+    fn take_violation(&mut self) -> Option<String> {
+        None
+    }
     /// Processing time moved on without a record.
     fn tick(&mut self, now: i64, out: &mut Records);
     /// The input partitions now owned (both sides).
@@ -50,19 +58,25 @@ pub trait Processor: Send {
     /// Input partitions given up: their state is released.
     fn revoked(&mut self, partitions: &[Partition]);
     /// Brings the metrics up to date.
-    fn publish(&self, metrics: &Metrics);
+    fn publish(&self, metrics: &WorkerMetrics);
     /// Input records handled so far.
     fn records_in(&self) -> u64;
-    /// Closes a checkpoint of the state with the input `offsets` it reflects (captured now,
-    /// made durable by `persist`).
-    fn seal(&mut self, offsets: &Offsets) -> Result<Checkpoint, String>;
-    /// Makes sealed checkpoints up to `upto` durable: every output they caused is acknowledged.
+    /// Closes a checkpoint of the state with the input `offsets` it reflects (those that moved;
+    /// captured now, made durable by `persist`), handing its net changes to `mirror`.
+    fn seal(&mut self, offsets: &Offsets, mirror: &mut Mirror<'_>) -> Result<Checkpoint, String>;
+    /// Makes sealed checkpoints up to `upto` durable: their transaction is committed.
     fn persist(&mut self, upto: Checkpoint) -> Result<(), String>;
-    /// Loads a newly assigned partition's state; returns the next offset of each of `topics`
-    /// already reflected in it, where recorded.
+    /// Loads a newly assigned partition's state into the engine (row counts, stream time,
+    /// watermarks); returns the next offset of each of `topics` already reflected in it, where
+    /// recorded.
     fn restore(&mut self, partition: Partition, topics: &[&str], now: i64) -> Vec<Option<i64>>;
-    /// Deletes a partition's local state, which is stale.
+    /// Deletes a partition's local state (it is stale, or restored afresh).
     fn delete(&mut self, partition: Partition) -> Result<(), String>;
+    /// The durable store the changelog mirrors, if the state is durable (RocksDB).
+    fn store(&mut self) -> Option<&mut dyn JoinState>;
+    /// Drops every change not yet persisted and forgets every partition (an aborted
+    /// transaction: the partitions are restored again from what was committed).
+    fn discard(&mut self, partitions: &[Partition]);
 }
 
 /// The join, over any state store.
@@ -75,18 +89,30 @@ pub struct JoinProcessor<S: JoinState> {
     avro_out: Option<AvroOutput>,
     /// The configuration, for `prepare`.
     config: Config,
+    /// The state is durable and mirrored to the changelog topics.
+    durable: bool,
     /// The JSON records of one input, before they are re-encoded as Avro.
     json_out: Records,
 }
 
 impl<S: JoinState> JoinProcessor<S> {
+    /// The join over a durable store (RocksDB), mirrored to the changelog topics.
     pub fn new(config: &Config, state: S) -> Self {
         JoinProcessor {
             pipeline: Pipeline::new(config, state),
             avro: AvroInput::new(config),
             avro_out: None,
             config: config.clone(),
+            durable: true,
             json_out: Records::default(),
+        }
+    }
+
+    /// The join over state that is lost when the process stops (benchmarks).
+    pub fn volatile(config: &Config, state: S) -> Self {
+        JoinProcessor {
+            durable: false,
+            ..Self::new(config, state)
         }
     }
 }
@@ -149,6 +175,14 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
         self.pipeline.dispatch()
     }
 
+    fn check_copartitioning(&mut self) {
+        self.pipeline.check_copartitioning(&self.config);
+    }
+
+    fn take_violation(&mut self) -> Option<String> {
+        self.pipeline.take_violation()
+    }
+
     fn tick(&mut self, now: i64, out: &mut Records) {
         self.pipeline.tick(now);
         if let Err(e) = self.records(now, out) {
@@ -171,8 +205,10 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
         self.pipeline.stats().records_in.iter().sum()
     }
 
-    fn seal(&mut self, offsets: &Offsets) -> Result<Checkpoint, String> {
-        self.pipeline.seal(offsets).map_err(|e| e.to_string())
+    fn seal(&mut self, offsets: &Offsets, mirror: &mut Mirror<'_>) -> Result<Checkpoint, String> {
+        self.pipeline
+            .seal(offsets, mirror)
+            .map_err(|e| e.to_string())
     }
 
     fn persist(&mut self, upto: Checkpoint) -> Result<(), String> {
@@ -193,7 +229,22 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
             .map_err(|e| e.to_string())
     }
 
-    fn publish(&self, metrics: &Metrics) {
+    fn store(&mut self) -> Option<&mut dyn JoinState> {
+        if self.durable {
+            Some(self.pipeline.state())
+        } else {
+            None
+        }
+    }
+
+    fn discard(&mut self, partitions: &[Partition]) {
+        self.pipeline.state().discard_unpersisted();
+        for p in partitions {
+            self.pipeline.release_partition(*p);
+        }
+    }
+
+    fn publish(&self, metrics: &WorkerMetrics) {
         metrics.observe_stats(self.pipeline.stats());
         for side in Side::BOTH {
             if let Some(w) = self.pipeline.engine().watermark(side) {
@@ -248,7 +299,7 @@ impl Processor for PassthroughProcessor {
 
     fn revoked(&mut self, _partitions: &[Partition]) {}
 
-    fn publish(&self, metrics: &Metrics) {
+    fn publish(&self, metrics: &WorkerMetrics) {
         metrics.observe_stats(&self.stats);
     }
 
@@ -256,7 +307,7 @@ impl Processor for PassthroughProcessor {
         self.stats.records_in.iter().sum()
     }
 
-    fn seal(&mut self, _offsets: &Offsets) -> Result<Checkpoint, String> {
+    fn seal(&mut self, _offsets: &Offsets, _mirror: &mut Mirror<'_>) -> Result<Checkpoint, String> {
         Ok(0)
     }
 
@@ -271,4 +322,10 @@ impl Processor for PassthroughProcessor {
     fn delete(&mut self, _partition: Partition) -> Result<(), String> {
         Ok(())
     }
+
+    fn store(&mut self) -> Option<&mut dyn JoinState> {
+        None
+    }
+
+    fn discard(&mut self, _partitions: &[Partition]) {}
 }

@@ -1,46 +1,53 @@
 //! The processing loop of `sidejoin run` (SPEC §6–8), on one blocking thread that owns the
 //! state: poll a batch of records (up to `POLL_BATCH`, or `POLL_TIME`) → process each → send
-//! what the batch caused; every commit interval seal a checkpoint, and persist and commit sealed
-//! checkpoints as their outputs are acknowledged (`checkpoints`: at-least-once, pipelined).
-//! Rebalance events arrive from the consumer context over a channel. Undecodable records follow
-//! `SIDEJOIN_ON_ERROR`.
+//! what the batch caused; every commit interval close a checkpoint (`durable`: state, offsets
+//! and changelog in one transaction). Rebalance events arrive from the consumer context over a
+//! channel and are handled here, before librdkafka moves on (a rendezvous: revoked partitions
+//! are committed, new ones restored and assigned at the offsets their state reflects).
+//! Undecodable records follow `SIDEJOIN_ON_ERROR`.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::Arc;
+use std::sync::Arc as StdArc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::error::RDKafkaErrorCode;
-use rdkafka::message::BorrowedMessage;
 use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
-use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::changelog::{Partition, Side};
-use crate::config::{Config, OnError};
+use crate::config::{Config, Guarantee, OnError, OnViolation};
 use crate::kafka::admin::{self, StartupError};
 use crate::kafka::context::{Assignment, JoinContext};
 use crate::kafka::deliveries::Deliveries;
 use crate::kafka::{self as k};
-use crate::metrics::Metrics;
+use crate::metrics::WorkerMetrics;
 use crate::pipeline::ErrorAction;
 use crate::sink::Records;
 
-use super::checkpoints::{Checkpoints, MAX_SEALED};
+use super::durable::restore::Restorer;
+use super::durable::{Fault, Protocol};
+use super::input::{self, Input};
+use super::merge::Buffered;
 use super::output::Output;
 use super::processor::{InRecord, Processor};
+use super::workers::StartGate;
 use super::RunError;
+
+/// The group consumer of both input topics (shared with its partition queues).
+type Group = StdArc<BaseConsumer<JoinContext>>;
 
 /// Records processed before their outputs are sent.
 const POLL_BATCH: usize = 2_000;
 
+/// How long an idle loop waits on the consumer before it looks at the partition queues again.
+const IDLE_POLL: Duration = Duration::from_millis(5);
+
 /// The longest a poll batch gathers records.
 const POLL_TIME: Duration = Duration::from_millis(10);
-
-/// How long one wait for acknowledgements blocks before the loop looks around again.
-const ACK_WAIT: Duration = Duration::from_millis(10);
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -54,19 +61,21 @@ struct Loop<'a> {
     output: Output,
     events: Receiver<Assignment>,
     processor: &'a mut dyn Processor,
-    metrics: &'a Metrics,
+    metrics: &'a WorkerMetrics,
     shutdown: &'a CancellationToken,
     topics: [String; 2],
     /// `(topic, partition)` pairs currently assigned.
     assigned: HashSet<(String, Partition)>,
     /// Input partitions whose state this process holds.
     owned: BTreeSet<Partition>,
-    /// `(side, partition)` → the next offset the state already reflects: records below it were
-    /// applied before a restart and are skipped (the group's committed offset is advisory).
-    persisted: FxHashMap<(Side, Partition), i64>,
-    checkpoints: Checkpoints,
+    protocol: Protocol,
+    restorer: Restorer,
+    /// The assigned partitions' records, merged by timestamp.
+    input: Input,
     out: Records,
     skipped_logged: u64,
+    /// The (side, partition)s whose co-partitioning violation was logged.
+    violations_logged: HashSet<(Side, Partition)>,
 }
 
 impl Loop<'_> {
@@ -82,38 +91,69 @@ impl Loop<'_> {
 
     /// Sends what the processor appended to `self.out`.
     fn send_outputs(&mut self) -> Result<(), RunError> {
-        self.output.send_all(&self.out, self.checkpoints.epoch())?;
+        self.output.send_all(&self.out, self.protocol.epoch())?;
         self.out.clear();
         Ok(())
     }
 
-    /// Handles one record at processing time `now` (epoch ms).
-    fn handle(&mut self, msg: &BorrowedMessage<'_>, now: i64) -> Result<(), RunError> {
-        let Some(side) = self.side_of(msg.topic()) else {
-            return Ok(());
-        };
-        let (partition, offset) = (msg.partition(), msg.offset());
-        if self
-            .persisted
-            .get(&(side, partition))
-            .is_some_and(|next| offset < *next)
-        {
-            self.checkpoints.consumed(side, partition, offset);
-            return Ok(());
+    /// A record whose key does not carry its join key: logged once per partition, or the end
+    /// of the run (`SIDEJOIN_ON_COPARTITION_VIOLATION=fail`, the record not applied).
+    fn copartition_violation(&mut self, msg: &Buffered, why: String) -> Result<(), RunError> {
+        let side = msg.side;
+        let topic = &self.topics[side.index()];
+        let other = &self.topics[side.other().index()];
+        let key = self.cfg.join.side(side).key.join(",");
+        let fix = format!(
+            "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or move the rows of \
+             one join key to one partition with SIDEJOIN_{}_HASH_BY (README \"Running against Kafka\")",
+            side.var()
+        );
+        match self.cfg.process.on_copartition_violation {
+            OnViolation::Fail => Err(RunError::Copartition {
+                topic: topic.clone(),
+                partition: msg.partition,
+                offset: msg.offset,
+                side,
+                why,
+                fix,
+            }),
+            OnViolation::Warn => {
+                if self.violations_logged.insert((side, msg.partition)) {
+                    tracing::warn!(
+                        topic,
+                        partition = msg.partition,
+                        offset = msg.offset,
+                        "the {side} topic `{topic}` is not co-partitioned with `{other}` by the join key: {why}; rows of one join key \
+                         on different partitions join against part of the other side only (counted in \
+                         sidejoin_copartition_violations_total, logged once per partition): {fix}"
+                    );
+                }
+                Ok(())
+            }
         }
-        let timestamp = msg.timestamp().to_millis().unwrap_or(now);
+    }
+
+    /// Handles one record at processing time `now` (epoch ms).
+    fn handle(&mut self, msg: &Buffered, now: i64) -> Result<(), RunError> {
+        let (side, partition, offset, timestamp) =
+            (msg.side, msg.partition, msg.offset, msg.timestamp);
         let rec = InRecord {
             side,
             partition,
             timestamp,
-            key: msg.key(),
-            value: msg.payload(),
+            key: msg.key.as_deref(),
+            value: msg.value.as_deref(),
         };
-        if let Err(e) = self.processor.process(&rec, now, &mut self.out) {
+        let processed = self.processor.process(&rec, now, &mut self.out);
+        if let Some(why) = self.processor.take_violation() {
+            self.copartition_violation(msg, why)?;
+        }
+        let topic = &self.topics[side.index()];
+        if let Err(e) = processed {
             match self.processor.dispatch() {
                 ErrorAction::Fail => {
                     return Err(RunError::Failed {
-                        topic: msg.topic().to_owned(),
+                        topic: topic.clone(),
                         partition,
                         offset,
                         side,
@@ -121,15 +161,15 @@ impl Loop<'_> {
                     })
                 }
                 ErrorAction::DeadLetter => {
-                    tracing::debug!(topic = msg.topic(), partition, "dead-lettering: {e}");
+                    tracing::debug!(topic, partition, "dead-lettering: {e}");
                     self.output
-                        .dead_letter(msg, side, &e, timestamp, self.checkpoints.epoch())?;
+                        .dead_letter(msg, topic, &e, self.protocol.epoch())?;
                 }
                 ErrorAction::Skip => {
                     self.skipped_logged += 1;
                     if self.skipped_logged.is_power_of_two() {
                         tracing::warn!(
-                            topic = msg.topic(),
+                            topic,
                             partition,
                             offset,
                             "skipping undecodable record ({} so far): {e}",
@@ -139,205 +179,233 @@ impl Loop<'_> {
                 }
             }
         }
-        self.checkpoints.consumed(side, partition, offset);
+        self.protocol.consumed(side, partition, offset);
         Ok(())
     }
 
-    /// Loads the state of newly assigned partitions. Local state behind the group's committed
-    /// offset is stale (another instance moved on) and is deleted.
-    fn restore(
+    /// Takes over the partitions of `list` (the whole new assignment): releases the state of
+    /// partitions no longer in it, restores new ones, and assigns the consumer at the offsets
+    /// their state reflects (the group's committed offset, or the reset policy, where the state
+    /// records none).
+    fn take_over(
         &mut self,
-        consumer: &BaseConsumer<JoinContext>,
-        partitions: &[Partition],
+        consumer: &Group,
+        list: Vec<(String, Partition)>,
     ) -> Result<(), RunError> {
-        let started = Instant::now();
-        let topics = self.topics.clone();
-        let names = [topics[0].as_str(), topics[1].as_str()];
-        for &p in partitions {
-            let persisted = self.processor.restore(p, &names, now_ms());
-            let mut tpl = rdkafka::TopicPartitionList::new();
-            for t in &names {
-                tpl.add_partition(t, p);
-            }
-            let committed: Vec<Option<i64>> =
-                match consumer.committed_offsets(tpl, Duration::from_secs(10)) {
-                    Ok(list) => names
-                        .iter()
-                        .map(|t| match list.find_partition(t, p).map(|e| e.offset()) {
-                            Some(rdkafka::Offset::Offset(o)) => Some(o),
-                            _ => None,
-                        })
-                        .collect(),
-                    Err(e) => {
-                        tracing::warn!("cannot read committed offsets of partition {p}: {e}");
-                        vec![None, None]
-                    }
-                };
-            tracing::info!(
-                "partition {p}: state holds input offsets {persisted:?}, the group committed {committed:?}"
-            );
-            let stale = persisted
-                .iter()
-                .zip(&committed)
-                .any(|(mine, group)| matches!((mine, group), (Some(m), Some(g)) if g > m));
-            if stale {
-                tracing::warn!(
-                    "local state of partition {p} is behind the group's committed offsets ({persisted:?} < {committed:?}): deleting it and starting empty"
-                );
-                self.processor.delete(p).map_err(RunError::State)?;
-                self.processor.restore(p, &names, now_ms());
-                continue;
-            }
-            if persisted.iter().all(Option::is_none) && committed.iter().any(Option::is_some) {
-                tracing::warn!(
-                    "no local state for partition {p}: starting empty from the committed offsets"
-                );
-            }
-            for (side, next) in Side::BOTH.into_iter().zip(persisted) {
-                if let Some(next) = next {
-                    self.persisted.insert((side, p), next);
+        self.metrics.set_ready(false);
+        let now: BTreeSet<Partition> = list.iter().map(|(_, p)| *p).collect();
+        // Range assignment puts partition i of both topics on one member; anything else would
+        // join a partition's records against another member's state.
+        for p in &now {
+            for t in &self.topics {
+                if !list.contains(&(t.clone(), *p)) {
+                    return Err(RunError::ConsumerFatal(format!(
+                        "the group assigned partition {p} of one input topic without the same partition of `{t}`: \
+                         sidejoin needs range assignment (co-partitioning); do not override partition.assignment.strategy"
+                    )));
                 }
             }
         }
-        self.metrics
-            .set_restore_seconds(started.elapsed().as_secs_f64());
+        let gone: Vec<Partition> = self.owned.difference(&now).copied().collect();
+        if !gone.is_empty() {
+            self.processor.revoked(&gone);
+            self.protocol.forget(&gone);
+        }
+        let new: Vec<Partition> = now.difference(&self.owned).copied().collect();
+        if !new.is_empty() {
+            let (positions, done) = self.restorer.restore(
+                self.processor,
+                &mut self.protocol,
+                &new,
+                &self.topics,
+                self.metrics,
+                self.shutdown,
+            )?;
+            for (p, offsets) in positions {
+                tracing::info!(
+                    "partition {p}: state restored ({} changelog records, {:.2} s); it reflects input offsets {offsets:?}",
+                    done.records,
+                    done.seconds
+                );
+                for (side, next) in Side::BOTH.into_iter().zip(offsets) {
+                    if let Some(next) = next {
+                        self.protocol.restored(side, p, next);
+                    }
+                }
+            }
+        }
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for (topic, p) in &list {
+            let side = self.side_of(topic).expect("subscribed topics only");
+            let at = match self.protocol.position(side, *p) {
+                Some(o) => rdkafka::Offset::Offset(o),
+                None => rdkafka::Offset::Stored,
+            };
+            let _ = tpl.add_partition_offset(topic, *p, at);
+        }
+        consumer.assign(&tpl)?;
+        let queues: Vec<(Side, String, Partition)> = list
+            .iter()
+            .map(|(t, p)| {
+                (
+                    self.side_of(t).expect("subscribed topics only"),
+                    t.clone(),
+                    *p,
+                )
+            })
+            .collect();
+        self.input.assigned(consumer, &queues);
+        self.assigned = list.into_iter().collect();
+        self.owned = now;
+        let parts: Vec<Partition> = self.owned.iter().copied().collect();
+        self.processor.assigned(&parts, now_ms());
+        self.metrics.set_ready(true);
         Ok(())
     }
 
-    /// Applies rebalance events: state of partitions no longer assigned is released.
-    fn apply_assignments(&mut self, consumer: &BaseConsumer<JoinContext>) -> Result<(), RunError> {
+    /// Applies rebalance events (see `kafka::context`: the consumer waits for these calls).
+    fn apply_assignments(&mut self, consumer: &Group) -> Result<(), RunError> {
         while let Ok(event) = self.events.try_recv() {
             match event {
                 Assignment::Revoked { partitions, lost } => {
                     if lost {
-                        // Committing would only wait for a coordinator that no longer counts
-                        // this member: persist locally (the state carries its offsets, so a
-                        // later owner of this volume resumes exactly), commit nothing.
+                        // The group already gave them away: their offsets can no longer be
+                        // committed, nor the open transaction. Drop what is not committed;
+                        // partitions assigned again are restored from what was.
                         tracing::warn!(
                             "partitions lost (the group gave them away): {partitions:?}"
                         );
-                        for p in &partitions {
-                            self.assigned.remove(p);
-                        }
-                        self.drain(consumer, CommitMode::Async)?;
+                        let _ = self.protocol.abort("the assignment was lost".into());
+                        self.discard();
                     } else {
                         tracing::info!("partitions revoked: {partitions:?}");
-                        // Persist what was done for them while their offsets can be committed.
-                        self.drain(consumer, CommitMode::Sync)?;
-                        for p in &partitions {
-                            self.assigned.remove(p);
-                        }
+                        // Commit what was done for them while their offsets can be committed
+                        // (if that fails, their next owner redoes it from the last commit).
+                        self.commit(consumer)?;
                     }
+                    self.input.clear();
+                    consumer.unassign()?;
+                    self.assigned.clear();
                 }
                 Assignment::Assigned(list) => {
                     tracing::info!("partitions assigned: {list:?}");
-                    self.assigned.extend(list);
-                    let now: BTreeSet<Partition> = self.assigned.iter().map(|(_, p)| *p).collect();
-                    let gone: Vec<Partition> = self.owned.difference(&now).copied().collect();
-                    if !gone.is_empty() {
-                        self.processor.revoked(&gone);
-                        self.persisted.retain(|(_, p), _| !gone.contains(p));
-                        self.checkpoints.forget(&gone);
-                    }
-                    let new: Vec<Partition> = now.difference(&self.owned).copied().collect();
-                    self.restore(consumer, &new)?;
-                    self.owned = now;
-                    let parts: Vec<Partition> = self.owned.iter().copied().collect();
-                    self.processor.assigned(&parts, now_ms());
-                    self.metrics.set_ready(true);
+                    self.take_over(consumer, list)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// Persists and commits every sealed checkpoint whose outputs are acknowledged.
-    fn complete(
-        &mut self,
-        consumer: &BaseConsumer<JoinContext>,
-        mode: CommitMode,
-    ) -> Result<(), RunError> {
-        self.checkpoints.complete(
-            self.processor,
-            self.output.deliveries(),
-            consumer,
-            &self.assigned,
-            self.metrics,
-            mode,
-        )
+    /// Drops every change not committed and forgets every partition.
+    fn discard(&mut self) {
+        let parts: Vec<Partition> = self.owned.iter().copied().collect();
+        self.processor.discard(&parts);
+        self.protocol.forget(&parts);
+        self.owned.clear();
+        self.out.clear();
+        self.input.clear();
     }
 
-    /// Closes the open checkpoint (after what processing time releases).
-    fn seal(&mut self) -> Result<(), RunError> {
+    /// Closes the open checkpoint (after what processing time releases). An aborted
+    /// transaction drops what it held and every partition's state (`Ok(false)`): they are
+    /// restored from what was committed when assigned again.
+    fn commit(&mut self, consumer: &Group) -> Result<bool, RunError> {
         self.processor.tick(now_ms(), &mut self.out);
         self.send_outputs()?;
-        self.checkpoints.seal(self.processor)
+        match self.protocol.commit(self.processor, &self.output, consumer) {
+            Ok(()) => Ok(true),
+            Err(RunError::Aborted(why)) => {
+                self.metrics.transaction(false);
+                tracing::warn!("checkpoint aborted ({why}): its work is dropped");
+                self.discard();
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// Seals the open checkpoint and waits until every sealed one is persisted and committed
-    /// (rebalances, shutdown, a failing record).
-    fn drain(
-        &mut self,
-        consumer: &BaseConsumer<JoinContext>,
-        mode: CommitMode,
-    ) -> Result<(), RunError> {
-        self.seal()?;
-        while !self.checkpoints.is_drained() {
-            self.output.poll(ACK_WAIT);
-            self.complete(consumer, mode)?;
+    /// Commits the open checkpoint; if it was aborted, restores the assigned partitions from
+    /// the last committed checkpoint and consumes again from there.
+    fn commit_or_reset(&mut self, consumer: &Group) -> Result<(), RunError> {
+        if !self.commit(consumer)? {
+            let list: Vec<(String, Partition)> = self.assigned.iter().cloned().collect();
+            if !list.is_empty() {
+                tracing::info!(
+                    "restoring the assigned partitions from the last committed checkpoint"
+                );
+                self.take_over(consumer, list)?;
+            }
         }
         Ok(())
     }
 
-    /// Polls up to a batch of records and processes them; returns how many arrived.
-    fn poll_batch(
-        &mut self,
-        consumer: &BaseConsumer<JoinContext>,
-        wait: Duration,
-    ) -> Result<usize, RunError> {
+    /// Serves the consumer's callbacks (waiting up to `wait` when `idle`); a record that
+    /// arrives there joins the merge.
+    fn serve(&mut self, consumer: &Group, wait: Duration, now: i64) -> Result<(), RunError> {
+        match consumer.poll(wait) {
+            Some(Ok(msg)) => {
+                if let Some(side) = self.side_of(msg.topic()) {
+                    self.input.push(input::copy(&msg, side, now), now);
+                }
+            }
+            Some(Err(KafkaError::PartitionEOF(_))) | None => {}
+            Some(Err(e)) => {
+                if let Some((code, reason)) = consumer.client().fatal_error() {
+                    let hint = if code == RDKafkaErrorCode::FencedInstanceId {
+                        " (another running instance has the same SIDEJOIN_INSTANCE_ID)"
+                    } else {
+                        ""
+                    };
+                    return Err(RunError::ConsumerFatal(format!("{code:?}: {reason}{hint}")));
+                }
+                tracing::warn!("consume error: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes up to a batch of records in merge order, fetching what the partition queues
+    /// hold as needed; waits up to `wait` when nothing may go. Returns how many were processed.
+    fn poll_batch(&mut self, consumer: &Group, wait: Duration) -> Result<usize, RunError> {
         let started = Instant::now();
         // Processing time, read once per batch: it only drives max-wait and idle timeouts.
         let mut now = now_ms();
+        self.serve(consumer, Duration::ZERO, now)?;
         let mut n = 0;
+        let mut waited = false;
         while n < POLL_BATCH {
-            let timeout = if n == 0 { wait } else { Duration::ZERO };
-            match consumer.poll(timeout) {
-                Some(Ok(msg)) => {
-                    if n == 0 {
-                        now = now_ms();
-                    }
-                    self.handle(&msg, now)?;
-                    n += 1;
-                    if n % 64 == 0 && started.elapsed() >= POLL_TIME {
-                        break;
-                    }
-                }
-                Some(Err(e)) => {
-                    if let Some((code, reason)) = consumer.client().fatal_error() {
-                        let hint = if code == RDKafkaErrorCode::FencedInstanceId {
-                            " (another running instance has the same SIDEJOIN_INSTANCE_ID)"
-                        } else {
-                            ""
-                        };
-                        return Err(RunError::ConsumerFatal(format!("{code:?}: {reason}{hint}")));
-                    }
-                    tracing::warn!("consume error: {e}");
+            if let Some(rec) = self.input.next(now) {
+                self.handle(&rec, now)?;
+                n += 1;
+                if n % 64 == 0 && started.elapsed() >= POLL_TIME {
                     break;
                 }
-                None => break,
+                continue;
             }
+            // Nothing may go: fetch what the queues hold (bounded per queue, so this ends).
+            if self.input.fill(now) > 0 {
+                continue;
+            }
+            if n > 0 || waited {
+                break;
+            }
+            // Nothing arrived: wait a little on the consumer (callbacks, and the records its
+            // queues fetch meanwhile), then look once more.
+            self.serve(consumer, wait.min(IDLE_POLL), now)?;
+            now = now_ms();
+            waited = true;
         }
         Ok(n)
     }
 
-    fn run(&mut self, consumer: &BaseConsumer<JoinContext>) -> Result<(), RunError> {
+    fn run(&mut self, consumer: &Group) -> Result<(), RunError> {
         let interval = Duration::from_millis(self.cfg.kafka.commit_interval_ms.max(1) as u64);
-        let mut next_seal = Instant::now() + interval;
+        let mut next_commit = Instant::now() + interval;
         let outcome: Result<(), RunError> = loop {
             if self.shutdown.is_cancelled() {
                 break Ok(());
             }
-            let wait = next_seal
+            let wait = next_commit
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100));
             let polled = self.poll_batch(consumer, wait);
@@ -350,21 +418,15 @@ impl Loop<'_> {
             if let Err(e) = self.apply_assignments(consumer) {
                 break Err(e);
             }
-            if Instant::now() >= next_seal {
-                self.seal()?;
-                next_seal = Instant::now() + interval;
-            }
-            self.complete(consumer, CommitMode::Async)?;
-            // Bounded pipelining: wait for the oldest checkpoint's outputs.
-            while self.checkpoints.sealed() >= MAX_SEALED && !self.shutdown.is_cancelled() {
-                self.output.poll(ACK_WAIT);
-                self.complete(consumer, CommitMode::Async)?;
+            if Instant::now() >= next_commit {
+                self.commit_or_reset(consumer)?;
+                next_commit = Instant::now() + interval;
             }
         };
         match outcome {
-            // Stopping or failing on a record: persist and commit what came before it.
-            Ok(()) | Err(RunError::Failed { .. }) => {
-                self.drain(consumer, CommitMode::Sync)?;
+            // Stopping or failing on a record: commit what came before it.
+            Ok(()) | Err(RunError::Failed { .. }) | Err(RunError::Copartition { .. }) => {
+                self.commit_or_reset(consumer)?;
                 if outcome.is_ok() {
                     tracing::info!(
                         "stopped cleanly after {} input records, all committed",
@@ -373,17 +435,33 @@ impl Loop<'_> {
                 }
                 outcome
             }
-            // Anything else: persist and commit nothing more; the records will be consumed again.
+            // Anything else: commit nothing more; the records will be consumed again.
             Err(e) => Err(e),
         }
     }
 }
 
-/// Connects, checks the topics, then processes until `shutdown` is cancelled or a fatal error.
+/// The id of the state directory (made once, kept in `transactional.id` inside it).
+fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
+    let file = dir.join("transactional.id");
+    match std::fs::read_to_string(&file) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
+        _ => {
+            let id = k::unique_id();
+            std::fs::write(&file, &id)
+                .map_err(|e| RunError::State(format!("cannot write {}: {e}", file.display())))?;
+            Ok(id)
+        }
+    }
+}
+
+/// Connects, checks the topics, waits at `gate` for the other workers, then processes until
+/// `shutdown` is cancelled or a fatal error.
 pub fn run_blocking(
     cfg: &Config,
     processor: &mut dyn Processor,
-    metrics: &Arc<Metrics>,
+    metrics: &WorkerMetrics,
+    gate: &StartGate,
     shutdown: &CancellationToken,
 ) -> Result<(), RunError> {
     let md = match admin::wait_for_brokers(cfg, shutdown) {
@@ -392,6 +470,9 @@ pub fn run_blocking(
         Err(e) => return Err(e.into()),
     };
     let topology = admin::check_topics(cfg, &md)?;
+    if topology.left_partitions > 1 {
+        processor.check_copartitioning();
+    }
     match processor.prepare(shutdown) {
         Ok(true) => {}
         Ok(false) => return Ok(()),
@@ -400,15 +481,56 @@ pub fn run_blocking(
     if cfg.process.on_error == OnError::Dlq {
         admin::ensure_topic(cfg, &md, &cfg.kafka.dlq_topic, 1)?;
     }
+    let durable = processor.store().is_some();
+    let changelog = durable.then(|| Side::BOTH.map(|s| k::changelog_topic(cfg, s)));
+    if let Some(topics) = &changelog {
+        for t in topics {
+            admin::ensure_changelog(cfg, &md, t, topology.left_partitions)?;
+        }
+    }
     let (tx, rx) = mpsc::channel();
-    let consumer: BaseConsumer<JoinContext> =
-        k::consumer_config(cfg).create_with_context(JoinContext::new(tx, metrics.clone()))?;
-    let producer: BaseProducer<Deliveries> =
-        k::producer_config(cfg).create_with_context(Deliveries::new(metrics.clone()))?;
+    let consumer: Group = StdArc::new(
+        k::consumer_config(cfg).create_with_context(JoinContext::new(tx, metrics.clone()))?,
+    );
+    let volume = match durable {
+        true => Some(volume_id(&cfg.process.state_dir)?),
+        false => None,
+    };
+    let txn_id = k::transactional_id(cfg, volume.as_deref());
+    let txn: StdArc<BaseProducer<Deliveries>> = StdArc::new(
+        k::transactional_config(cfg, &txn_id)
+            .create_with_context(Deliveries::new(metrics.shared().clone()))?,
+    );
+    let producer = match cfg.kafka.guarantee {
+        Guarantee::ExactlyOnce => txn.clone(),
+        Guarantee::AtLeastOnce => StdArc::new(
+            k::producer_config(cfg)
+                .create_with_context(Deliveries::new(metrics.shared().clone()))?,
+        ),
+    };
+    let restorer = Restorer::new(
+        k::restore_consumer_config(cfg)
+            .create_with_context(crate::kafka::context::RestoreContext)?,
+    );
     let topics = [
         cfg.join.left.topic.clone().unwrap_or_default(),
         cfg.join.right.topic.clone().unwrap_or_default(),
     ];
+    // A test hook, outside the configuration: the kill tests show they catch this fault.
+    let fault = match std::env::var("SJ_TEST_FAULT").as_deref() {
+        Ok("offsets_late") => Fault::OffsetsLate,
+        _ => Fault::None,
+    };
+    let mut protocol = Protocol::new(
+        cfg.kafka.guarantee,
+        txn,
+        changelog,
+        topics.clone(),
+        fault,
+        metrics,
+        shutdown,
+    );
+    protocol.start()?;
     let output_topic = cfg.output.topic.as_deref().unwrap_or_default();
     let mut lp = Loop {
         cfg,
@@ -422,26 +544,32 @@ pub fn run_blocking(
         processor,
         metrics,
         shutdown,
-        checkpoints: Checkpoints::new(&topics[0], &topics[1]),
         topics,
         assigned: HashSet::new(),
         owned: BTreeSet::new(),
-        persisted: FxHashMap::default(),
+        protocol,
+        restorer,
+        input: Input::new(cfg.kafka.max_task_idle_ms),
         out: Records::default(),
         skipped_logged: 0,
+        violations_logged: HashSet::new(),
     };
+    // Cancelled while waiting: the loop stops at once, with nothing to commit.
+    gate.arrive(shutdown);
     consumer.subscribe(&[lp.topics[0].as_str(), lp.topics[1].as_str()])?;
     tracing::info!(
-        "consuming `{}` and `{}` ({} partitions each) as group `{}`, writing `{}` ({} partitions); Kafka properties passed through: {}",
+        "consuming `{}` and `{}` ({} partitions each) as group `{}`, writing `{}` ({} partitions), {:?} (transactional id `{txn_id}`); Kafka properties passed through: {}",
         lp.topics[0],
         lp.topics[1],
         topology.left_partitions,
         cfg.kafka.application_id,
         output_topic,
         topology.output_partitions,
+        cfg.kafka.guarantee,
         k::describe_properties(cfg)
     );
     let result = lp.run(&consumer);
+    consumer.context().close();
     consumer.unsubscribe();
     result
 }

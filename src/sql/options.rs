@@ -225,21 +225,7 @@ pub fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
             format!("CREATE TABLE {}", t.name),
         )?;
     }
-    if let Some((pk, at)) = &t.primary_key {
-        s.set(
-            &format!("{v}_PRIMARY_KEY"),
-            pk.join(","),
-            *at,
-            format!("PRIMARY KEY ({})", pk.join(", ")),
-        )?;
-    } else if upsert {
-        return Err(SqlError::new(
-            t.at,
-            &t.name,
-            "an upsert-kafka table needs PRIMARY KEY (…) NOT ENFORCED",
-        ));
-    }
-    Ok(())
+    primary_key(s, t, &format!("{v}_PRIMARY_KEY"), upsert)
 }
 
 /// The settings of the sink table; `print` and `blackhole` sinks write no topic.
@@ -303,21 +289,25 @@ pub fn sink(s: &mut Settings, t: &Table) -> Result<()> {
             "the sink has no 'format' / 'value.format' option",
         ));
     }
-    if let Some((pk, at)) = &t.primary_key {
-        s.set(
-            "OUTPUT_KEY",
+    primary_key(s, t, "OUTPUT_KEY", upsert)
+}
+
+/// A table's `PRIMARY KEY (…)` as the setting `var`; an upsert-kafka table must have one.
+fn primary_key(s: &mut Settings, t: &Table, var: &str, upsert: bool) -> Result<()> {
+    match &t.primary_key {
+        Some((pk, at)) => s.set(
+            var,
             pk.join(","),
             *at,
             format!("PRIMARY KEY ({})", pk.join(", ")),
-        )?;
-    } else if upsert {
-        return Err(SqlError::new(
+        ),
+        None if upsert => Err(SqlError::new(
             t.at,
             &t.name,
             "an upsert-kafka table needs PRIMARY KEY (…) NOT ENFORCED",
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //!
 //! 1. the open write buffer: every write since the last `seal`;
 //! 2. sealed checkpoints: the writes of one checkpoint each, already encoded as one RocksDB batch,
-//!    waiting for `persist` (the runtime persists a checkpoint once every output it caused is
-//!    acknowledged, so what is on disk always matches a consistent input position, SPEC §7);
+//!    waiting for `persist` (the runtime persists a checkpoint once its transaction — changelog
+//!    records and input offsets — is committed, so what is on disk always matches a consistent
+//!    input position, SPEC §7; `runtime::durable`);
 //! 3. the cache (`cache`): decoded values RocksDB holds, hot groups first, bounded;
 //! 4. RocksDB itself.
 //!
@@ -30,7 +31,7 @@ use rustc_hash::FxHashSet;
 
 use crate::changelog::Partition;
 use crate::engine::groups::{Groups, Key};
-use crate::engine::state::{Checkpoint, JoinState, StateError, StateValue};
+use crate::engine::state::{Checkpoint, JoinState, Mirror, StateError, StateValue};
 
 pub use options::StoreOptions;
 
@@ -42,6 +43,9 @@ const FORMAT_KEY: &[u8] = b"\xff\xff\xff\xffsidejoin.format";
 
 /// Scans that read a whole group of at most this many items from RocksDB cache it.
 const CACHE_SCANNED: usize = 1024;
+
+/// Restored records written to RocksDB per batch.
+const LOAD_BATCH: usize = 10_000;
 
 /// How many too-big groups are remembered (then forgotten all at once).
 const TOO_BIG_KEPT: usize = 10_000;
@@ -66,6 +70,8 @@ pub struct RocksState {
     /// Groups found too big to cache whole (time and TTL indexes, hot keys).
     too_big: FxHashSet<Key>,
     key: Vec<u8>,
+    /// Restored records not yet written (`load`).
+    loading: WriteBatch,
 }
 
 fn key_into(buf: &mut Vec<u8>, group: &[u8], item: &[u8]) {
@@ -138,6 +144,7 @@ impl RocksState {
             open_writes: 0,
             too_big: FxHashSet::default(),
             key: Vec::with_capacity(64),
+            loading: WriteBatch::default(),
         })
     }
 
@@ -259,6 +266,24 @@ impl RocksState {
         seen
     }
 
+    /// Puts the key of `partition`'s local-only number `name` into `self.key`.
+    fn local_key(&mut self, partition: Partition, name: &[u8]) {
+        crate::engine::layout::local_group(&mut self.key, partition);
+        self.key.extend_from_slice(name);
+    }
+
+    fn write_loading(&mut self) -> Result<(), StateError> {
+        let batch = std::mem::take(&mut self.loading);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
+        self.db
+            .write_opt(batch, &opts)
+            .map_err(|e| StateError(format!("RocksDB write failed while restoring: {e}")))
+    }
+
     fn delete_partition_now(&mut self, partition: Partition) -> Result<(), StateError> {
         if !self.sealed.is_empty() {
             return Err(StateError(format!(
@@ -269,9 +294,9 @@ impl RocksState {
         self.open.release_partition(partition);
         self.cache.release_partition(partition);
         let prefix = partition.to_be_bytes();
-        let end = (u64::from(partition as u32) + 1).to_be_bytes();
+        let end = successor(&prefix).expect("an input partition is not the last prefix");
         let mut batch = WriteBatch::default();
-        batch.delete_range(&prefix[..], &end[4..]);
+        batch.delete_range(&prefix[..], &end[..]);
         self.db
             .write(batch)
             .map_err(|e| StateError(format!("cannot drop partition {partition}: {e}")))
@@ -363,6 +388,10 @@ impl JoinState for RocksState {
     }
 
     fn seal(&mut self) -> Result<Checkpoint, StateError> {
+        self.seal_mirrored(&mut |_, _| {})
+    }
+
+    fn seal_mirrored(&mut self, mirror: &mut Mirror<'_>) -> Result<Checkpoint, StateError> {
         let id = self.next;
         self.next += 1;
         let writes = std::mem::take(&mut self.open);
@@ -377,8 +406,15 @@ impl JoinState for RocksState {
             for (item, value) in items.iter() {
                 key_into(&mut self.key, group, item);
                 match value {
-                    Some(v) => batch.put(&self.key, codec::encode(v)),
-                    None => batch.delete(&self.key),
+                    Some(v) => {
+                        let bytes = codec::encode(v);
+                        mirror(&self.key, Some(&bytes));
+                        batch.put(&self.key, bytes);
+                    }
+                    None => {
+                        mirror(&self.key, None);
+                        batch.delete(&self.key);
+                    }
                 }
             }
         }
@@ -405,6 +441,83 @@ impl JoinState for RocksState {
         }
         self.cache.evict();
         Ok(())
+    }
+
+    fn discard_unpersisted(&mut self) {
+        // The cache holds only what RocksDB holds (reads and persisted writes), so it stays.
+        self.open = Groups::default();
+        self.open_writes = 0;
+        self.sealed.clear();
+    }
+
+    fn load(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), StateError> {
+        match value {
+            Some(v) => {
+                codec::decode(v).map_err(|e| {
+                    StateError(format!(
+                        "a changelog record does not hold a state value: {e}"
+                    ))
+                })?;
+                self.loading.put(key, v);
+            }
+            None => self.loading.delete(key),
+        }
+        if self.loading.len() >= LOAD_BATCH {
+            self.write_loading()?;
+        }
+        Ok(())
+    }
+
+    fn loaded(&mut self) -> Result<(), StateError> {
+        self.write_loading()?;
+        // Restored batches skip the write-ahead log: they are durable once flushed. A crash
+        // before that loses part of the restore, never its order (changelog records are whole
+        // values, so restoring again from the older position is idempotent).
+        self.db
+            .flush()
+            .map_err(|e| StateError(format!("RocksDB flush failed while restoring: {e}")))
+    }
+
+    fn entries(&mut self, partition: Partition, visit: &mut dyn FnMut(&[u8], &[u8])) {
+        let prefix = partition.to_be_bytes();
+        let mut opts = ReadOptions::default();
+        if let Some(end) = successor(&prefix) {
+            opts.set_iterate_upper_bound(end);
+        }
+        let mut it = self.db.raw_iterator_opt(opts);
+        it.seek(prefix);
+        while it.valid() {
+            let (k, v) = (it.key().expect("valid"), it.value().expect("valid"));
+            if !crate::engine::layout::is_local(k) {
+                visit(k, v);
+            }
+            it.next();
+        }
+        if let Err(e) = it.status() {
+            fatal("scan", e);
+        }
+    }
+
+    fn local(&mut self, partition: Partition, name: &[u8]) -> Option<i64> {
+        self.local_key(partition, name);
+        match self.db.get_pinned(&self.key) {
+            Ok(v) => v
+                .and_then(|b| b[..].try_into().ok())
+                .map(i64::from_be_bytes),
+            Err(e) => fatal("read", e),
+        }
+    }
+
+    fn set_local(
+        &mut self,
+        partition: Partition,
+        name: &[u8],
+        value: i64,
+    ) -> Result<(), StateError> {
+        self.local_key(partition, name);
+        self.db
+            .put(&self.key, value.to_be_bytes())
+            .map_err(|e| StateError(format!("RocksDB write failed: {e}")))
     }
 }
 

@@ -225,9 +225,12 @@ pub fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
 
 /// The offsets `group` committed on `topic`, per partition (-1 when none).
 pub fn committed(group: &str, topic: &str) -> Vec<i64> {
+    // read_uncommitted: the last committed offsets even while a transaction that adds offsets
+    // is open (a frozen or killed instance's), instead of waiting for it to end.
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .set("group.id", group)
+        .set("isolation.level", "read_uncommitted")
         .create()
         .unwrap();
     let mut tpl = TopicPartitionList::new();
@@ -320,7 +323,16 @@ impl Sidejoin {
     /// `GET path` on its HTTP address: (status, body).
     pub fn get(&mut self, path: &str) -> (u16, String) {
         let addr = self.http();
-        let mut s = TcpStream::connect(&addr).unwrap();
+        let mut s = match TcpStream::connect(&addr) {
+            Ok(s) => s,
+            Err(e) => {
+                let status = self.child.try_wait().unwrap();
+                panic!(
+                    "GET {path} on {addr}: {e} (process: {status:?}):\n{}",
+                    self.logs()
+                );
+            }
+        };
         write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
         let mut resp = String::new();
         s.read_to_string(&mut resp).unwrap();

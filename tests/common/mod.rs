@@ -8,6 +8,7 @@ pub mod compare;
 pub mod fixtures;
 pub mod interval_props;
 pub mod kafka;
+pub mod kills;
 pub mod props;
 pub mod reference;
 pub mod rocks;

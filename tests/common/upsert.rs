@@ -2,7 +2,7 @@
 //! an output topic folded as a table, replay's table of the same input, and a wait until the two
 //! agree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -48,6 +48,42 @@ pub fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
     )
 }
 
+/// One input record of `left_join_env`'s join: (left side?, key, value, timestamp).
+pub type Pair = (bool, String, String, i64);
+
+/// `n` records from number `from` on, alternating left rows `{id, k, v}` (ids below `ids`,
+/// join key `id % keys`) and right rows `{k, w}`; record i has timestamp `t0 + i`.
+pub fn left_join_records(n: u64, from: u64, t0: i64, ids: u64, keys: u64) -> Vec<Pair> {
+    (from..from + n)
+        .map(|i| {
+            let ts = t0 + i as i64;
+            if i % 2 == 0 {
+                let id = (i * 7_919) % ids;
+                left_row(id, id % keys, i, ts)
+            } else {
+                right_row((i * 104_729) % keys, i, ts)
+            }
+        })
+        .collect()
+}
+
+/// Produces `(left side?, key, value, timestamp)` records to `left` or `right`, keyed; a value
+/// may be a `String` or an `Option<String>` (`None`: a tombstone).
+pub fn produce_sides<V: Clone + Into<Option<String>>>(
+    left: &str,
+    right: &str,
+    records: &[(bool, String, V, i64)],
+) {
+    let produce: Vec<_> = records
+        .iter()
+        .map(|(l, k, v, ts)| {
+            let topic = if *l { left } else { right };
+            (topic.to_owned(), Some(k.clone()), v.clone().into(), *ts)
+        })
+        .collect();
+    kafka::produce_many(&kafka::producer(), &produce);
+}
+
 /// Folds upsert records into a table: key → last value, tombstones removing the key.
 pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
     let mut table = BTreeMap::new();
@@ -61,15 +97,15 @@ pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<Strin
     table
 }
 
-/// The upsert table `sidejoin replay` gives for `records` — `(left side?, value JSON, timestamp)`
-/// in production order — under the join of `env`.
-pub fn replay_table(
+/// The upsert table `sidejoin replay` gives for `records` (`Pair`s in production order; their
+/// Kafka keys are not replayed) under the join of `env`.
+pub fn replay_table<'a>(
     env: &[(String, String)],
-    records: &[(bool, String, i64)],
+    records: impl IntoIterator<Item = &'a Pair>,
 ) -> BTreeMap<String, Value> {
     let lines: Vec<String> = records
-        .iter()
-        .map(|(left, v, ts)| {
+        .into_iter()
+        .map(|(left, _, v, ts)| {
             let value: Value = serde_json::from_str(v).unwrap();
             let side = if *left { "left" } else { "right" };
             json!({"side": side, "key": null, "value": value, "timestamp": ts}).to_string()
@@ -115,11 +151,31 @@ pub fn wait_for_table(topic: &str, want: &BTreeMap<String, Value>, deadline: Ins
             return;
         }
         let differing = want.iter().filter(|(k, v)| got.get(*k) != Some(v)).count();
+        let extra = got.keys().filter(|k| !want.contains_key(*k)).count();
         assert!(
             Instant::now() < deadline,
-            "the upsert table differs from replay: {differing} of {} keys differ, {} keys in the topic",
+            "the upsert table differs from replay: {differing} of {} keys differ, {extra} keys are not in replay's table ({} keys in the topic)",
             want.len(),
             got.len()
         );
     }
+}
+
+/// Applies a Debezium changelog to a multiset of rows.
+pub fn materialize(values: &[Value]) -> HashMap<String, i64> {
+    let mut table: HashMap<String, i64> = HashMap::new();
+    for v in values {
+        if !v["before"].is_null() {
+            *table.entry(v["before"].to_string()).or_default() -= 1;
+        }
+        if !v["after"].is_null() {
+            *table.entry(v["after"].to_string()).or_default() += 1;
+        }
+    }
+    table.retain(|_, n| *n != 0);
+    assert!(
+        table.values().all(|n| *n > 0),
+        "a retraction removed a row that was not there"
+    );
+    table
 }

@@ -167,6 +167,8 @@ The SIDEJOIN_* variables with plain values, as a dict NAME -> value (unset value
   (list "SIDEJOIN_DLQ_TOPIC" $o.dlqTopic)
   (list "SIDEJOIN_PROCESSING_GUARANTEE" $p.guarantee)
   (list "SIDEJOIN_COMMIT_INTERVAL" $p.commitInterval)
+  (list "SIDEJOIN_MAX_TASK_IDLE" $p.maxTaskIdle)
+  (list "SIDEJOIN_ON_COPARTITION_VIOLATION" $p.onCopartitionViolation)
   (list "SIDEJOIN_WORKERS" $p.workers)
   (list "SIDEJOIN_SHUTDOWN_TIMEOUT" $p.shutdownTimeout)
   (list "SIDEJOIN_LOG_FORMAT" $p.logFormat)

@@ -1,0 +1,467 @@
+//! The durability protocol (SPEC §7): join state, input offsets and changelog topics, owned
+//! here and nowhere else.
+//!
+//! **Invariant.** Every partition's state — in RocksDB and in the changelog topics — always
+//! corresponds exactly to an input position: the next offset of both of its input partitions,
+//! stored in the state itself. No input record's effect is ever applied twice or lost, whatever
+//! crashed when.
+//!
+//! How it holds. Processing runs in checkpoints (`SIDEJOIN_COMMIT_INTERVAL`). Closing one
+//! (`commit`), in this order:
+//! 1. the input positions that moved are written into the state, and the state's net change
+//!    since the last checkpoint is sealed and mirrored to the changelog topics — inside a Kafka
+//!    transaction of this instance's transactional producer;
+//! 2. `at_least_once`: every output record sent under the checkpoint is acknowledged (output is
+//!    not transactional; a crash repeats it). `exactly_once`: the output and dead letters are in
+//!    the same transaction;
+//! 3. the input offsets are added to the transaction (`send_offsets_to_transaction`, KIP-447:
+//!    a member of an older group generation — a zombie — cannot commit), and it commits;
+//! 4. only then is the sealed checkpoint written to RocksDB, with the changelog positions it
+//!    reflects (local-only numbers, never mirrored).
+//!
+//! So the changelog, read `read_committed`, holds whole checkpoints only: a half-written one is
+//! an open or aborted transaction, invisible at restore. RocksDB is never ahead of the
+//! changelog, and changelog records are whole values, so restoring from any older local
+//! position is idempotent (`restore`). A failed transaction is aborted and everything not
+//! persisted is dropped; the partitions are restored again from what was committed.
+//!
+//! Not here: what a record does to the state (the engine) and how records are fetched
+//! (the run loop).
+
+pub mod restore;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Offset, TopicPartitionList};
+use rustc_hash::FxHashMap;
+use tokio_util::sync::CancellationToken;
+
+use crate::changelog::{Partition, Side};
+use crate::config::Guarantee;
+use crate::engine::layout;
+use crate::kafka::deliveries::{changelog_opaque, Deliveries};
+use crate::metrics::WorkerMetrics;
+use crate::pipeline::Offsets;
+
+use super::output::Output;
+use super::processor::Processor;
+use super::RunError;
+
+/// How long one transactional call may block before it is retried (a broker outage).
+const TXN_CALL: Duration = Duration::from_secs(10);
+
+/// Waiting longer than this for output acknowledgements makes the instance not ready.
+const STALLED: Duration = Duration::from_secs(2);
+
+/// How long one wait for acknowledgements blocks before the loop looks around again.
+const ACK_WAIT: Duration = Duration::from_millis(10);
+
+/// The local-only name under which a partition's state records the changelog position of
+/// `side` it reflects.
+pub fn position_name(side: Side) -> &'static [u8] {
+    match side {
+        Side::Left => b"changelog/left",
+        Side::Right => b"changelog/right",
+    }
+}
+
+/// A fault the kill tests inject to prove they catch it: the input offsets written into the
+/// state are those of the previous checkpoint (`SIDEJOIN_TEST_FAULT=offsets_late`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    OffsetsLate,
+}
+
+pub struct Protocol {
+    guarantee: Guarantee,
+    /// The transactional producer: changelog records and offsets (and, under `exactly_once`,
+    /// the output: then it is the output's producer too).
+    txn: Arc<BaseProducer<Deliveries>>,
+    /// The changelog topic of each side; `None` when the state is volatile.
+    changelog: Option<[String; 2]>,
+    topics: [String; 2],
+    /// The number outputs are sent under now.
+    epoch: u64,
+    /// `(side, partition)` → the next offset to consume, over everything processed.
+    positions: FxHashMap<(Side, Partition), i64>,
+    /// The positions last written into the state.
+    written: FxHashMap<(Side, Partition), i64>,
+    in_txn: bool,
+    fault: Fault,
+    /// What `Fault::OffsetsLate` writes: the previous checkpoint's positions.
+    previous: Offsets,
+    /// Readiness while an abort waits for the brokers; the stop that ends that wait.
+    metrics: WorkerMetrics,
+    shutdown: CancellationToken,
+}
+
+/// A changelog record of `key` (a stored state key) is sent to its side's topic, to the
+/// partition the key belongs to.
+fn mirror_to(
+    producer: &BaseProducer<Deliveries>,
+    topics: &[String; 2],
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), KafkaError> {
+    let side = layout::mirror_side(key);
+    let partition = layout::partition_of(key).unwrap_or(0);
+    let mut record: BaseRecord<'_, [u8], [u8], usize> =
+        BaseRecord::with_opaque_to(&topics[side.index()], changelog_opaque(side))
+            .key(key)
+            .partition(partition);
+    if let Some(v) = value {
+        record = record.payload(v);
+    }
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                producer.poll(Duration::from_millis(5));
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
+impl Protocol {
+    pub fn new(
+        guarantee: Guarantee,
+        txn: Arc<BaseProducer<Deliveries>>,
+        changelog: Option<[String; 2]>,
+        topics: [String; 2],
+        fault: Fault,
+        metrics: &WorkerMetrics,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        Protocol {
+            guarantee,
+            txn,
+            changelog,
+            topics,
+            epoch: 1,
+            positions: FxHashMap::default(),
+            written: FxHashMap::default(),
+            in_txn: false,
+            fault,
+            previous: Offsets::new(),
+            metrics: metrics.clone(),
+            shutdown: shutdown.clone(),
+        }
+    }
+
+    /// Registers the transactional producer with the brokers (fencing an earlier incarnation
+    /// with the same `transactional.id` and aborting what it left open), then opens the first
+    /// transaction.
+    pub fn start(&mut self) -> Result<(), RunError> {
+        retry(
+            "initialising transactions",
+            &self.metrics,
+            &self.shutdown,
+            || self.txn.init_transactions(TXN_CALL),
+        )?;
+        self.begin()
+    }
+
+    fn begin(&mut self) -> Result<(), RunError> {
+        if !self.in_txn {
+            self.txn.begin_transaction().map_err(txn_error)?;
+            self.in_txn = true;
+        }
+        Ok(())
+    }
+
+    /// The changelog topics, when the state is mirrored.
+    pub fn changelog(&self) -> Option<&[String; 2]> {
+        self.changelog.as_ref()
+    }
+
+    /// The number outputs are sent under now.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The record at `offset` is fully handled: the open checkpoint covers it.
+    #[inline]
+    pub fn consumed(&mut self, side: Side, partition: Partition, offset: i64) {
+        self.positions.insert((side, partition), offset + 1);
+    }
+
+    /// The next offset to consume of `(side, partition)`, if known.
+    pub fn position(&self, side: Side, partition: Partition) -> Option<i64> {
+        self.positions.get(&(side, partition)).copied()
+    }
+
+    /// A partition restored from state that reflects input up to `next` (exclusive).
+    pub fn restored(&mut self, side: Side, partition: Partition, next: i64) {
+        self.positions.insert((side, partition), next);
+        self.written.insert((side, partition), next);
+    }
+
+    /// Forgets partitions no longer owned.
+    pub fn forget(&mut self, gone: &[Partition]) {
+        self.positions.retain(|(_, p), _| !gone.contains(p));
+        self.written.retain(|(_, p), _| !gone.contains(p));
+    }
+
+    fn offsets(&self, of: &FxHashMap<(Side, Partition), i64>) -> Offsets {
+        of.iter()
+            .map(|((side, p), o)| ((self.topics[side.index()].clone(), *p), *o))
+            .collect()
+    }
+
+    /// Closes the open checkpoint (steps 1–4 of the module doc). `Err(RunError::Aborted)`:
+    /// the transaction was aborted; the caller must `discard` and restore.
+    pub fn commit<C: ConsumerContext>(
+        &mut self,
+        processor: &mut dyn Processor,
+        output: &Output,
+        consumer: &BaseConsumer<C>,
+    ) -> Result<(), RunError> {
+        let started = Instant::now();
+        // A handle (not a borrow of self): the steps below mutate the protocol.
+        let metrics = self.metrics.clone();
+        self.begin()?;
+        // 1. Positions that moved, and the state's net change, into the transaction.
+        let moved: FxHashMap<(Side, Partition), i64> = (self.positions.iter())
+            .filter(|(k, o)| self.written.get(k) != Some(o))
+            .map(|(k, o)| (*k, *o))
+            .collect();
+        let now_offsets = self.offsets(&moved);
+        let state_offsets = match self.fault {
+            Fault::None => now_offsets.clone(),
+            Fault::OffsetsLate => std::mem::replace(&mut self.previous, now_offsets.clone()),
+        };
+        let mut mirrored = 0u64;
+        let mut failed: Option<KafkaError> = None;
+        let checkpoint = {
+            let (txn, topics) = (&self.txn, &self.changelog);
+            processor
+                .seal(&state_offsets, &mut |key, value| {
+                    if let (Some(topics), None) = (topics, &failed) {
+                        mirrored += 1;
+                        if let Err(e) = mirror_to(txn, topics, key, value) {
+                            failed = Some(e);
+                        }
+                    }
+                })
+                .map_err(RunError::State)?
+        };
+        if let Some(e) = failed {
+            return Err(self.abort(format!("a changelog record could not be sent: {e}")));
+        }
+        // 2. At least once: the checkpoint's output is acknowledged before it commits.
+        if self.guarantee == Guarantee::AtLeastOnce {
+            let waiting = Instant::now();
+            let mut stalled = false;
+            while output.deliveries().outstanding_through(self.epoch) > 0 {
+                if let Some(e) = output.deliveries().failure() {
+                    return Err(RunError::Delivery(e));
+                }
+                output.poll(ACK_WAIT);
+                if !stalled && waiting.elapsed() > STALLED {
+                    tracing::warn!("output not acknowledged for {STALLED:?}: not ready; waiting");
+                    metrics.set_ready(false);
+                    stalled = true;
+                }
+            }
+            if stalled {
+                tracing::info!("output acknowledged again");
+                metrics.set_ready(true);
+            }
+        }
+        if let Some(e) = output.deliveries().failure() {
+            return Err(RunError::Delivery(e));
+        }
+        // 3. The input offsets of every partition into the transaction; commit.
+        let all = self.offsets(&self.positions);
+        if !all.is_empty() {
+            let mut tpl = TopicPartitionList::new();
+            for ((topic, p), o) in &all {
+                let _ = tpl.add_partition_offset(topic, *p, Offset::Offset(*o));
+            }
+            let Some(group) = consumer.group_metadata() else {
+                return Err(self.abort("the consumer has no group metadata".into()));
+            };
+            if let Err(e) = retry(
+                "adding the input offsets to the transaction",
+                &metrics,
+                &self.shutdown,
+                || self.txn.send_offsets_to_transaction(&tpl, &group, TXN_CALL),
+            ) {
+                return Err(self.abort_on(e));
+            }
+        }
+        self.commit_transaction()?;
+        if let Some(e) = self.txn.context().failure() {
+            return Err(RunError::Delivery(e));
+        }
+        metrics.transaction(true);
+        metrics.mirrored(mirrored);
+        // 4. Only now: the checkpoint is durable locally, with the changelog positions.
+        processor.persist(checkpoint).map_err(RunError::State)?;
+        self.record_positions(processor)?;
+        self.written.extend(moved);
+        self.epoch += 1;
+        metrics.observe_commit(started.elapsed().as_secs_f64());
+        processor.publish(&metrics);
+        self.begin()
+    }
+
+    /// Mirrors a partition's local entries into its (empty) changelog topics in one committed
+    /// transaction (a state directory older than its changelog), and records the positions.
+    pub fn mirror_local(
+        &mut self,
+        processor: &mut dyn Processor,
+        partition: Partition,
+    ) -> Result<u64, RunError> {
+        let Some(topics) = self.changelog.clone() else {
+            return Ok(0);
+        };
+        self.begin()?;
+        let mut n = 0u64;
+        let mut failed = None;
+        if let Some(store) = processor.store() {
+            store.entries(partition, &mut |k, v| {
+                if failed.is_none() {
+                    n += 1;
+                    failed = mirror_to(&self.txn, &topics, k, Some(v)).err();
+                }
+            });
+        }
+        if let Some(e) = failed {
+            return Err(self.abort(format!("a changelog record could not be sent: {e}")));
+        }
+        self.commit_transaction()?;
+        self.record_positions(processor)?;
+        self.begin()?;
+        Ok(n)
+    }
+
+    /// Commits the open transaction, retrying while that is retriable; aborts it otherwise.
+    fn commit_transaction(&mut self) -> Result<(), RunError> {
+        if let Err(e) = retry(
+            "committing the transaction",
+            &self.metrics,
+            &self.shutdown,
+            || self.txn.commit_transaction(TXN_CALL),
+        ) {
+            return Err(self.abort_on(e));
+        }
+        self.in_txn = false;
+        Ok(())
+    }
+
+    /// Records, beside the local state, the changelog positions the committed transaction
+    /// reached (after its checkpoint is persisted: a position never runs ahead of the state).
+    fn record_positions(&self, processor: &mut dyn Processor) -> Result<(), RunError> {
+        let positions = self.txn.context().take_changelog_positions();
+        if let Some(store) = processor.store() {
+            for ((side, partition), next) in positions {
+                store.set_local(partition, position_name(Side::BOTH[side]), next)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Aborts the open transaction because of `why`; the caller drops what is not persisted.
+    pub fn abort(&mut self, why: String) -> RunError {
+        tracing::warn!("aborting the checkpoint transaction: {why}");
+        if self.in_txn {
+            // Serve the delivery reports of what the transaction sent (librdkafka's abort
+            // waits for them; a base producer only gets them when polled).
+            let _ = self.txn.flush(TXN_CALL);
+            // Retried while the brokers are away (a timed-out abort is retriable).
+            if let Err(e) = retry(
+                "aborting the transaction",
+                &self.metrics,
+                &self.shutdown,
+                || self.txn.abort_transaction(TXN_CALL),
+            ) {
+                return e;
+            }
+            self.in_txn = false;
+        }
+        // The aborted transaction's records were purged: serve those reports (failed
+        // deliveries), then forget them.
+        let _ = self.txn.flush(TXN_CALL);
+        self.txn.context().aborted();
+        self.written.clear();
+        self.positions.clear();
+        if let Err(e) = self.begin() {
+            return e;
+        }
+        RunError::Aborted(why)
+    }
+
+    fn abort_on(&mut self, e: RunError) -> RunError {
+        match e {
+            RunError::Transaction { fatal: false, what } => self.abort(what),
+            other => other,
+        }
+    }
+}
+
+/// A transactional call's error: fatal (fenced, …) or abortable.
+fn txn_error(e: KafkaError) -> RunError {
+    let fatal = match &e {
+        KafkaError::Transaction(t) => t.is_fatal(),
+        _ => false,
+    };
+    let code = e.rdkafka_error_code();
+    let hint = if matches!(
+        code,
+        Some(RDKafkaErrorCode::ProducerFenced) | Some(RDKafkaErrorCode::InvalidProducerEpoch)
+    ) {
+        " (another instance took over this instance's transactional id: the same SIDEJOIN_INSTANCE_ID runs twice, or this one was stalled past transaction.timeout.ms)"
+    } else {
+        ""
+    };
+    RunError::Transaction {
+        fatal,
+        what: format!("{}{hint}", crate::kafka::redact(&e)),
+    }
+}
+
+/// Runs a transactional call, retrying it while it fails with a retriable error (a broker
+/// outage, a coordinator moving) until `shutdown`.
+/// The instance is not ready while it retries (a broker outage, a coordinator moving).
+fn retry(
+    what: &str,
+    metrics: &WorkerMetrics,
+    shutdown: &CancellationToken,
+    mut call: impl FnMut() -> Result<(), KafkaError>,
+) -> Result<(), RunError> {
+    let mut logged = false;
+    loop {
+        match call() {
+            Ok(()) => {
+                if logged {
+                    tracing::info!("{what}: succeeded after retrying");
+                    metrics.set_ready(true);
+                }
+                return Ok(());
+            }
+            Err(KafkaError::Transaction(t)) if t.is_retriable() && !shutdown.is_cancelled() => {
+                if !logged {
+                    tracing::warn!("{what} failed ({t}); not ready; retrying");
+                    metrics.set_ready(false);
+                    logged = true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                if logged {
+                    metrics.set_ready(true);
+                }
+                return Err(txn_error(e));
+            }
+        }
+    }
+}

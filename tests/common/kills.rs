@@ -1,0 +1,163 @@
+//! Kill -9 rounds against the real broker: start sidejoin, let it consume a random share of
+//! what is left, freeze it once it has written output and SIGKILL it (every kill must come with
+//! input left to consume); then a last run consumes everything.
+//!
+//! How far a run gets between its start and the kill depends on the machine's speed, so the
+//! input may be produced in chunks (`Input::chunked`): between two rounds, while no sidejoin
+//! runs, another chunk is added whenever less than half the first one is left unconsumed. Each
+//! chunk is complete before a run reads it, so the processing order is that of a single
+//! production of all of it.
+
+use std::time::{Duration, Instant};
+
+use super::kafka::{self, Sidejoin};
+
+pub const WAIT: Duration = Duration::from_secs(180);
+
+/// The input offsets `app` committed on both topics, summed.
+pub fn consumed(app: &str, topics: &[&str]) -> i64 {
+    topics
+        .iter()
+        .flat_map(|t| kafka::committed(app, t))
+        .map(|o| o.max(0))
+        .sum()
+}
+
+/// A small seeded generator (the seed is printed, `CRASH_SEED` replays it).
+pub struct Random(u64);
+
+impl Random {
+    pub fn from_env() -> Random {
+        let seed = std::env::var("CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(kafka::now_ms() as u64);
+        println!("CRASH_SEED={seed}");
+        Random(seed)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// A kill test's input records in the topics: how many are there, and how to add more.
+pub struct Input<'a> {
+    produced: u64,
+    keep_ahead: u64,
+    more: Box<dyn FnMut() -> u64 + 'a>,
+}
+
+impl<'a> Input<'a> {
+    /// All `n` records are produced already.
+    pub fn fixed(n: u64) -> Input<'a> {
+        Input {
+            produced: n,
+            keep_ahead: 0,
+            more: Box::new(|| 0),
+        }
+    }
+
+    /// `first` records are produced already; `more()` produces the next chunk and returns its
+    /// size (0: the input is exhausted).
+    pub fn chunked(first: u64, more: impl FnMut() -> u64 + 'a) -> Input<'a> {
+        Input {
+            produced: first,
+            keep_ahead: first / 2,
+            more: Box::new(more),
+        }
+    }
+
+    /// The records in the topics.
+    pub fn produced(&self) -> u64 {
+        self.produced
+    }
+
+    /// Tops the input up (before a round) while less than `keep_ahead` is left unconsumed.
+    fn top_up(&mut self, consumed: u64) {
+        while self.produced.saturating_sub(consumed) < self.keep_ahead {
+            match (self.more)() {
+                0 => return,
+                n => self.produced += n,
+            }
+        }
+    }
+}
+
+/// Runs `rounds` kill -9 rounds of sidejoin with `env` over the `input` records of `topics` as
+/// group `app` writing `out`, calling `between(round)` after each kill (e.g. to delete the
+/// state directory); then starts a last run and waits until every offset is consumed. Returns
+/// the last run.
+pub fn kill_rounds(
+    env: &[(String, String)],
+    app: &str,
+    topics: &[&str],
+    out: &str,
+    input: &mut Input,
+    rounds: usize,
+    mut between: impl FnMut(usize),
+) -> Sidejoin {
+    let mut random = Random::from_env();
+    for round in 0..rounds {
+        input.top_up(consumed(app, topics) as u64);
+        let total = input.produced();
+        let written_before: i64 = kafka::high_watermarks(out).iter().sum();
+        let mut sj = Sidejoin::start("run", env);
+        sj.wait_ready(WAIT);
+        let before = (consumed(app, topics) as u64).min(total);
+        assert!(
+            before < total,
+            "round {round}: everything consumed before the kill (make the input bigger)"
+        );
+        let target = 1_000 + random.below(total.saturating_sub(before) / (4 * rounds as u64));
+        // Output first (it comes soon after the start), so that the kill follows the target
+        // closely: a fast run would otherwise consume everything meanwhile.
+        let deadline = Instant::now() + WAIT;
+        while kafka::high_watermarks(out).iter().sum::<i64>() <= written_before {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no output written:\n{}",
+                sj.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sj.wait_records_in(target.min(total - before), WAIT);
+        // Sometimes at once, sometimes a little later: kills land in and between checkpoints.
+        std::thread::sleep(Duration::from_millis(random.below(120)));
+        sj.signal("STOP");
+        let lag = total as i64 - consumed(app, topics);
+        assert!(
+            lag > 0,
+            "round {round}: the kill came after every record was consumed (make the input bigger)"
+        );
+        sj.signal("KILL");
+        assert_eq!(sj.wait(WAIT), -1, "killed by a signal");
+        println!("round {round}: killed after {target} records of this run, lag {lag} of {total}");
+        between(round);
+    }
+    let total = input.produced();
+    let mut last = Sidejoin::start("run", env);
+    last.wait_ready(WAIT);
+    let deadline = Instant::now() + WAIT;
+    while consumed(app, topics) < total as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "not every offset consumed:\n{}",
+            last.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    last
+}
+
+/// The state directory `kafka::base_env` gives `app`.
+pub fn state_dir(env: &[(String, String)]) -> std::path::PathBuf {
+    env.iter()
+        .find(|(k, _)| k == "SIDEJOIN_STATE_DIR")
+        .map(|(_, v)| v.into())
+        .expect("SIDEJOIN_STATE_DIR set")
+}
