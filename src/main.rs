@@ -223,7 +223,7 @@ fn run_kafka(pipeline: Pipeline) -> ExitCode {
         Err(e) => {
             tracing::error!("{e}");
             eprintln!("sidejoin: {e}");
-            ExitCode::from(1)
+            ExitCode::from(e.exit_code())
         }
     }
 }

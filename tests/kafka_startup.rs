@@ -29,7 +29,7 @@ fn missing_topic_is_a_named_error() {
         "run",
         &join_env(&kafka::unique("miss"), &left, &right, &out),
     );
-    assert_eq!(sj.wait(WAIT), 1);
+    assert_eq!(sj.wait(WAIT), 2, "a configuration problem: exit 2");
     let logs = sj.logs();
     assert!(
         logs.contains(&format!(
@@ -43,7 +43,7 @@ fn missing_topic_is_a_named_error() {
 fn partition_count_mismatch_names_both_topics() {
     let (left, right, out) = kafka::join_topics("mm", [3, 2, 1]);
     let mut sj = Sidejoin::start("run", &join_env(&kafka::unique("mm"), &left, &right, &out));
-    assert_eq!(sj.wait(WAIT), 1);
+    assert_eq!(sj.wait(WAIT), 2, "a configuration problem: exit 2");
     let logs = sj.logs();
     assert!(
         logs.contains(&format!(
@@ -51,6 +51,30 @@ fn partition_count_mismatch_names_both_topics() {
         )),
         "{logs}"
     );
+    assert!(
+        logs.contains("produce one of them into a topic with the other's partition count"),
+        "the fix is named: {logs}"
+    );
+}
+
+#[test]
+fn a_changelog_topic_that_does_not_fit_is_a_named_error() {
+    let (left, right, out) = kafka::join_topics("clt", [2, 2, 1]);
+    // Another partition count than the inputs', then the right count but not compacted.
+    for (partitions, want) in [
+        (3, "has 3 partitions but the inputs have 2"),
+        (2, "has cleanup.policy=delete, not compact"),
+    ] {
+        let app = kafka::unique("clt");
+        kafka::create_topic(&format!("{app}-left-changelog"), partitions);
+        let mut sj = Sidejoin::start("run", &join_env(&app, &left, &right, &out));
+        assert_eq!(sj.wait(WAIT), 2, "a configuration problem: exit 2");
+        let logs = sj.logs();
+        assert!(
+            logs.contains(&format!("changelog topic `{app}-left-changelog` {want}")),
+            "{logs}"
+        );
+    }
 }
 
 #[test]
@@ -78,7 +102,7 @@ fn a_refused_passthrough_property_is_fatal_and_its_value_is_not_shown() {
         "hidden-value-42".into(),
     ));
     let mut sj = Sidejoin::start("run", &env);
-    assert_eq!(sj.wait(WAIT), 1);
+    assert_eq!(sj.wait(WAIT), 2, "a configuration problem: exit 2");
     let logs = sj.logs();
     assert!(
         logs.contains(

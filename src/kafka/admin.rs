@@ -115,7 +115,10 @@ pub fn check_topics(cfg: &Config, md: &Metadata) -> Result<Topology, StartupErro
     if topology.left_partitions != topology.right_partitions && cfg.join.broadcast.is_none() {
         return Err(StartupError::Topics(format!(
             "the inputs are not co-partitioned: left topic `{}` has {} partitions but right topic `{}` has {}; \
-             a co-partitioned join needs equal partition counts",
+             a co-partitioned join needs equal partition counts and both topics keyed by the join key: \
+             produce one of them into a topic with the other's partition count (adding partitions to a \
+             topic moves where new records of a key go, not the old ones); broadcasting or repartitioning \
+             a side (SIDEJOIN_BROADCAST, SIDEJOIN_<SIDE>_HASH_BY) is not in this version yet (README \"Status\")",
             topics[0].1, topology.left_partitions, topics[1].1, topology.right_partitions
         )));
     }

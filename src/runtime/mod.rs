@@ -80,6 +80,18 @@ pub enum RunError {
     Aborted(String),
 }
 
+impl RunError {
+    /// The process exit code: 2 for what the configuration must change (topics that do not
+    /// exist or do not fit the join, a Kafka property librdkafka refuses), as for a
+    /// configuration error; 1 for everything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunError::Startup(StartupError::Topics(_) | StartupError::ClientConfig(_)) => 2,
+            _ => 1,
+        }
+    }
+}
+
 impl From<crate::engine::state::StateError> for RunError {
     fn from(e: crate::engine::state::StateError) -> Self {
         RunError::State(e.0)
