@@ -6,8 +6,12 @@
 //! "caught up" means to the merge. A queue is polled only while fewer than `PER_QUEUE` of its
 //! records are buffered, which bounds memory without ever blocking the other side of a
 //! partition. The consumer's own queue is still polled by the loop for callbacks (rebalances,
-//! statistics, errors); a record that arrives there (fetched before its queue was split) joins
-//! the merge like any other.
+//! statistics, errors); a record that arrives there joins the merge like any other. One can:
+//! librdkafka forwards a partition's fetch queue to the consumer's queue when its fetch starts,
+//! and that start may come after the split. Left so, every later record of that partition
+//! would arrive there, without its end-of-partition events (the merge would hold the other side
+//! `SIDEJOIN_MAX_TASK_IDLE` per record: a partition crawling at a record a second), so the
+//! loop drains the consumer's queue and splits such a partition's queue again (`resplit`).
 //!
 //! What it does not do: decide offsets (the loop records what it processed), commit, or
 //! process records.
@@ -28,8 +32,26 @@ use super::merge::{Buffered, Merge};
 /// Records buffered per `(side, partition)` before its queue is left alone for a while.
 const PER_QUEUE: usize = 2_048;
 
+/// How long a partition queue may stay silent — polled, yet neither a record nor its end of
+/// partition — before it is split again. librdkafka reports the end of a partition within a
+/// fetch wait, so a silent queue means the broker is unreachable or its records go elsewhere
+/// (see `resplit`).
+const SILENT_MS: i64 = 10_000;
+
+/// One assigned `(topic, partition)` and its queue.
+struct Lane {
+    side: Side,
+    topic: String,
+    partition: Partition,
+    queue: PartitionQueue<JoinContext>,
+    /// The last record or end of partition it delivered, or when it was split.
+    heard_at: i64,
+    /// It reported the end of the partition, and no record came since.
+    at_end: bool,
+}
+
 pub struct Input {
-    queues: Vec<(Side, Partition, PartitionQueue<JoinContext>)>,
+    lanes: Vec<Lane>,
     merge: Merge,
 }
 
@@ -58,7 +80,7 @@ pub fn copy(msg: &BorrowedMessage<'_>, side: Side, now: i64) -> Buffered {
 impl Input {
     pub fn new(max_task_idle_ms: i64) -> Self {
         Input {
-            queues: Vec::new(),
+            lanes: Vec::new(),
             merge: Merge::new(max_task_idle_ms),
         }
     }
@@ -70,18 +92,53 @@ impl Input {
         &mut self,
         consumer: &Arc<BaseConsumer<JoinContext>>,
         list: &[(Side, String, Partition)],
+        now: i64,
     ) {
         self.clear();
         for (side, topic, p) in list {
-            if let Some(q) = consumer.split_partition_queue(topic, *p) {
-                self.queues.push((*side, *p, q));
+            if let Some(queue) = consumer.split_partition_queue(topic, *p) {
+                self.lanes.push(Lane {
+                    side: *side,
+                    topic: topic.clone(),
+                    partition: *p,
+                    queue,
+                    heard_at: now,
+                    at_end: false,
+                });
             }
+        }
+    }
+
+    /// A record of `side`'s `topic`/`partition` arrived on the consumer's own queue: if the
+    /// partition has a queue of its own, splits it again so that its next records arrive there
+    /// (the records already on the consumer's queue come first: the loop drains it before it
+    /// fills from the partition queues). Returns whether it did.
+    pub fn resplit(
+        &mut self,
+        consumer: &Arc<BaseConsumer<JoinContext>>,
+        side: Side,
+        topic: &str,
+        partition: Partition,
+    ) -> bool {
+        let Some(lane) = self
+            .lanes
+            .iter_mut()
+            .find(|l| l.side == side && l.partition == partition && l.topic == topic)
+        else {
+            return false;
+        };
+        match consumer.split_partition_queue(topic, partition) {
+            Some(q) => {
+                lane.queue = q;
+                true
+            }
+            None => false,
         }
     }
 
     /// Drops every queue and buffered record (before an unassign or a new assignment).
     pub fn clear(&mut self) {
-        self.queues.clear();
+        self.lanes.clear();
         self.merge.clear();
     }
 
@@ -91,18 +148,23 @@ impl Input {
     }
 
     /// Polls every queue below its limit without waiting; returns how many records arrived.
-    pub fn fill(&mut self, now: i64) -> usize {
+    /// A queue silent for `SILENT_MS` is split again (logged).
+    pub fn fill(&mut self, consumer: &Arc<BaseConsumer<JoinContext>>, now: i64) -> usize {
         let mut n = 0;
-        for (side, p, q) in &self.queues {
-            let (side, p) = (*side, *p);
+        for lane in &mut self.lanes {
+            let (side, p) = (lane.side, lane.partition);
+            let mut polled = false;
             while self.merge.buffered(side, p) < PER_QUEUE {
-                match q.poll(Duration::ZERO) {
+                polled = true;
+                match lane.queue.poll(Duration::ZERO) {
                     Some(Ok(msg)) => {
                         self.merge.push(copy(&msg, side, now), now);
+                        (lane.heard_at, lane.at_end) = (now, false);
                         n += 1;
                     }
                     Some(Err(KafkaError::PartitionEOF(_))) => {
                         self.merge.caught_up(side, p, now);
+                        (lane.heard_at, lane.at_end) = (now, true);
                     }
                     Some(Err(e)) => {
                         tracing::warn!("consume error on partition {p} ({}): {e}", side.name());
@@ -110,6 +172,18 @@ impl Input {
                     }
                     None => break,
                 }
+            }
+            if polled && !lane.at_end && now - lane.heard_at >= SILENT_MS {
+                tracing::warn!(
+                    topic = lane.topic,
+                    partition = p,
+                    "no record and no end of partition for {} s (no broker reachable, or its records delivered elsewhere): splitting its queue again",
+                    SILENT_MS / 1_000
+                );
+                if let Some(q) = consumer.split_partition_queue(&lane.topic, p) {
+                    lane.queue = q;
+                }
+                lane.heard_at = now;
             }
         }
         n

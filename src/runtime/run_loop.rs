@@ -49,6 +49,9 @@ const IDLE_POLL: Duration = Duration::from_millis(5);
 /// The longest a poll batch gathers records.
 const POLL_TIME: Duration = Duration::from_millis(10);
 
+/// Most records taken from the consumer's own queue per look at it (see `serve`).
+const STRAY_DRAIN: usize = 4_096;
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -254,7 +257,7 @@ impl Loop<'_> {
                 )
             })
             .collect();
-        self.input.assigned(consumer, &queues);
+        self.input.assigned(consumer, &queues, now_ms());
         self.assigned = list.into_iter().collect();
         self.owned = now;
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
@@ -339,28 +342,51 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// Serves the consumer's callbacks (waiting up to `wait` when `idle`); a record that
-    /// arrives there joins the merge.
+    /// Serves the consumer's callbacks (waiting up to `wait` for the first); records that
+    /// arrive there join the merge, all of them (see `input`: their partition's queue is split
+    /// again).
     fn serve(&mut self, consumer: &Group, wait: Duration, now: i64) -> Result<(), RunError> {
-        match consumer.poll(wait) {
-            Some(Ok(msg)) => {
-                if let Some(side) = self.side_of(msg.topic()) {
-                    self.input.push(input::copy(&msg, side, now), now);
-                }
-            }
-            Some(Err(KafkaError::PartitionEOF(_))) | None => {}
-            Some(Err(e)) => {
-                if let Some((code, reason)) = consumer.client().fatal_error() {
-                    let hint = if code == RDKafkaErrorCode::FencedInstanceId {
-                        " (another running instance has the same SIDEJOIN_INSTANCE_ID)"
-                    } else {
-                        ""
+        let mut wait = wait;
+        for _ in 0..STRAY_DRAIN {
+            match consumer.poll(wait) {
+                Some(Ok(msg)) => {
+                    let Some(side) = self.side_of(msg.topic()) else {
+                        continue;
                     };
-                    return Err(RunError::ConsumerFatal(format!("{code:?}: {reason}{hint}")));
+                    let (topic, partition) = (msg.topic().to_owned(), msg.partition());
+                    self.input.push(input::copy(&msg, side, now), now);
+                    drop(msg);
+                    if self.input.resplit(consumer, side, &topic, partition) {
+                        tracing::info!(
+                            topic,
+                            partition,
+                            "a record came on the consumer's queue (its fetch started after the split): the partition's queue is split again"
+                        );
+                    }
+                    wait = Duration::ZERO;
                 }
-                tracing::warn!("consume error: {e}");
+                Some(Err(KafkaError::PartitionEOF(_))) => wait = Duration::ZERO,
+                None => return Ok(()),
+                Some(Err(e)) => {
+                    self.consume_error(consumer, e)?;
+                    wait = Duration::ZERO;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// An error from the consumer's queue: fatal when the client says so, else logged.
+    fn consume_error(&mut self, consumer: &Group, e: KafkaError) -> Result<(), RunError> {
+        if let Some((code, reason)) = consumer.client().fatal_error() {
+            let hint = if code == RDKafkaErrorCode::FencedInstanceId {
+                " (another running instance has the same SIDEJOIN_INSTANCE_ID)"
+            } else {
+                ""
+            };
+            return Err(RunError::ConsumerFatal(format!("{code:?}: {reason}{hint}")));
+        }
+        tracing::warn!("consume error: {e}");
         Ok(())
     }
 
@@ -383,7 +409,7 @@ impl Loop<'_> {
                 continue;
             }
             // Nothing may go: fetch what the queues hold (bounded per queue, so this ends).
-            if self.input.fill(now) > 0 {
+            if self.input.fill(consumer, now) > 0 {
                 continue;
             }
             if n > 0 || waited {
