@@ -78,6 +78,11 @@ pub enum RunError {
     /// restored from what was committed (handled by the run loop, never returned by `run`).
     #[error("checkpoint transaction aborted: {0}")]
     Aborted(String),
+    /// Shutdown came while newly assigned partitions were being restored: nothing was
+    /// processed since the revoke before it committed (handled by the run loop as a clean
+    /// stop, never returned by `run`).
+    #[error("stopped while restoring")]
+    StoppedRestoring,
 }
 
 impl RunError {

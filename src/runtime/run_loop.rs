@@ -461,6 +461,12 @@ impl Loop<'_> {
                 }
                 outcome
             }
+            // Between a revoke (which committed) and the new partitions' first records: nothing
+            // to commit, and the partly restored ones are restored again by their next owner.
+            Err(RunError::StoppedRestoring) => {
+                tracing::info!("stopped cleanly while restoring partitions, all committed");
+                Ok(())
+            }
             // Anything else: commit nothing more; the records will be consumed again.
             Err(e) => Err(e),
         }

@@ -172,6 +172,7 @@ impl Restorer {
                     }
                     std::thread::sleep(RETRY);
                 }
+                Err(_) if shutdown.is_cancelled() => return Err(RunError::StoppedRestoring),
                 Err(e) => {
                     return Err(RunError::State(format!(
                         "cannot read the watermarks of changelog `{topic}` partition {p}: {e}"
@@ -215,7 +216,7 @@ impl Restorer {
         while !waiting.is_empty() {
             if shutdown.is_cancelled() {
                 self.consumer.unassign()?;
-                return Err(RunError::State("stopped while restoring".into()));
+                return Err(RunError::StoppedRestoring);
             }
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(msg)) => {
