@@ -56,6 +56,13 @@ pub fn create_topic(name: &str, partitions: i32) {
     for r in res {
         r.unwrap_or_else(|(t, e)| panic!("create topic {t}: {e}"));
     }
+    // The broker answers before every metadata request sees the topic; a test that starts
+    // sidejoin next must find it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while partition_count(name) != partitions {
+        assert!(Instant::now() < deadline, "topic {name} not visible");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 pub fn producer() -> FutureProducer {
@@ -149,7 +156,10 @@ pub fn partition_count(topic: &str) -> i32 {
     let md = c
         .fetch_metadata(Some(topic), Duration::from_secs(10))
         .unwrap();
-    md.topics()[0].partitions().len() as i32
+    // A topic the broker does not know (yet) comes back with an error and no partitions.
+    md.topics()
+        .first()
+        .map_or(0, |t| t.partitions().len() as i32)
 }
 
 /// Reads every partition of `topic` from the beginning until `count` records arrived or
