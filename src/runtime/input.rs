@@ -50,6 +50,19 @@ struct Lane {
     at_end: bool,
 }
 
+impl Lane {
+    /// Splits its queue again (see `resplit`).
+    fn split_again(&mut self, consumer: &Arc<BaseConsumer<JoinContext>>) -> bool {
+        match consumer.split_partition_queue(&self.topic, self.partition) {
+            Some(q) => {
+                self.queue = q;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 pub struct Input {
     lanes: Vec<Lane>,
     merge: Merge,
@@ -120,20 +133,10 @@ impl Input {
         topic: &str,
         partition: Partition,
     ) -> bool {
-        let Some(lane) = self
-            .lanes
+        self.lanes
             .iter_mut()
             .find(|l| l.side == side && l.partition == partition && l.topic == topic)
-        else {
-            return false;
-        };
-        match consumer.split_partition_queue(topic, partition) {
-            Some(q) => {
-                lane.queue = q;
-                true
-            }
-            None => false,
-        }
+            .is_some_and(|lane| lane.split_again(consumer))
     }
 
     /// Drops every queue and buffered record (before an unassign or a new assignment).
@@ -180,9 +183,7 @@ impl Input {
                     "no record and no end of partition for {} s (no broker reachable, or its records delivered elsewhere): splitting its queue again",
                     SILENT_MS / 1_000
                 );
-                if let Some(q) = consumer.split_partition_queue(&lane.topic, p) {
-                    lane.queue = q;
-                }
+                lane.split_again(consumer);
                 lane.heard_at = now;
             }
         }

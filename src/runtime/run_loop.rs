@@ -103,6 +103,11 @@ impl Loop<'_> {
     /// of the run (`SIDEJOIN_ON_COPARTITION_VIOLATION=fail`, the record not applied).
     fn copartition_violation(&mut self, msg: &Buffered, why: String) -> Result<(), RunError> {
         let side = msg.side;
+        let warn = self.cfg.process.on_copartition_violation == OnViolation::Warn;
+        if warn && !self.violations_logged.insert((side, msg.partition)) {
+            // Counted already (the pipeline did); logged once per partition.
+            return Ok(());
+        }
         let topic = &self.topics[side.index()];
         let other = &self.topics[side.other().index()];
         let key = self.cfg.join.side(side).key.join(",");
@@ -111,29 +116,25 @@ impl Loop<'_> {
              one join key to one partition with SIDEJOIN_{}_HASH_BY (README \"Running against Kafka\")",
             side.var()
         );
-        match self.cfg.process.on_copartition_violation {
-            OnViolation::Fail => Err(RunError::Copartition {
+        if !warn {
+            return Err(RunError::Copartition {
                 topic: topic.clone(),
                 partition: msg.partition,
                 offset: msg.offset,
                 side,
                 why,
                 fix,
-            }),
-            OnViolation::Warn => {
-                if self.violations_logged.insert((side, msg.partition)) {
-                    tracing::warn!(
-                        topic,
-                        partition = msg.partition,
-                        offset = msg.offset,
-                        "the {side} topic `{topic}` is not co-partitioned with `{other}` by the join key: {why}; rows of one join key \
-                         on different partitions join against part of the other side only (counted in \
-                         sidejoin_copartition_violations_total, logged once per partition): {fix}"
-                    );
-                }
-                Ok(())
-            }
+            });
         }
+        tracing::warn!(
+            topic,
+            partition = msg.partition,
+            offset = msg.offset,
+            "the {side} topic `{topic}` is not co-partitioned with `{other}` by the join key: {why}; rows of one join key \
+             on different partitions join against part of the other side only (counted in \
+             sidejoin_copartition_violations_total, logged once per partition): {fix}"
+        );
+        Ok(())
     }
 
     /// Handles one record at processing time `now` (epoch ms).
