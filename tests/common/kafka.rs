@@ -162,14 +162,15 @@ pub fn partition_count(topic: &str) -> i32 {
         .map_or(0, |t| t.partitions().len() as i32)
 }
 
-/// Reads every partition of `topic` from the beginning until `count` records arrived or
-/// `timeout` passed (read_committed).
-pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
+/// A read_committed consumer assigned every partition of `topic` from the beginning, outside
+/// any group; with `eof`, it reports reaching the end of each partition.
+fn reader(topic: &str, eof: bool) -> BaseConsumer {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .set("group.id", unique("reader"))
         .set("enable.auto.commit", "false")
         .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", if eof { "true" } else { "false" })
         .create()
         .unwrap();
     let mut tpl = TopicPartitionList::new();
@@ -178,59 +179,71 @@ pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
             .unwrap();
     }
     c.assign(&tpl).unwrap();
+    c
+}
+
+fn record(m: &rdkafka::message::BorrowedMessage<'_>) -> Record {
+    let headers = m
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|hd| {
+                    (
+                        hd.key.to_owned(),
+                        String::from_utf8_lossy(hd.value.unwrap_or_default()).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Record {
+        partition: m.partition(),
+        offset: m.offset(),
+        timestamp: m.timestamp().to_millis().unwrap_or(0),
+        key: m.key().map(<[u8]>::to_vec),
+        value: m.payload().map(<[u8]>::to_vec),
+        headers,
+    }
+}
+
+/// Reads every partition of `topic` from the beginning until `count` records arrived or
+/// `timeout` passed (read_committed).
+pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
+    let c = reader(topic, false);
     let deadline = Instant::now() + timeout;
     let mut out = Vec::new();
     while out.len() < count && Instant::now() < deadline {
         if let Some(m) = c.poll(Duration::from_millis(200)) {
-            let m = m.unwrap();
-            let headers = m
-                .headers()
-                .map(|h| {
-                    h.iter()
-                        .map(|hd| {
-                            (
-                                hd.key.to_owned(),
-                                String::from_utf8_lossy(hd.value.unwrap_or_default()).into_owned(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            out.push(Record {
-                partition: m.partition(),
-                offset: m.offset(),
-                timestamp: m.timestamp().to_millis().unwrap_or(0),
-                key: m.key().map(<[u8]>::to_vec),
-                value: m.payload().map(<[u8]>::to_vec),
-                headers,
-            });
+            out.push(record(&m.unwrap()));
         }
     }
     out
 }
 
-/// Every record of `topic` up to its end offsets as they are now (whatever its size), read
-/// within `timeout`.
+/// Every committed record of `topic` up to its end offsets as they are now or later (whatever
+/// its size), read within `timeout`.
+///
+/// Reads until every partition reported its end: the consumer starts after this call, so each
+/// end it reaches lies at or past the partition's end when the call began. (Counting records
+/// against the end offsets instead stops early when one partition grows meanwhile, and never
+/// completes on a partition that ends in a transaction marker.)
 pub fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
-    let ends = high_watermarks(topic);
-    let total: i64 = ends.iter().sum();
+    let partitions = partition_count(topic) as usize;
+    let c = reader(topic, true);
     let deadline = Instant::now() + timeout;
-    loop {
-        let got = read_all(
-            topic,
-            total as usize,
-            deadline.saturating_duration_since(Instant::now()),
-        );
-        let complete = (0..ends.len()).all(|p| {
-            ends[p] == 0
-                || got
-                    .iter()
-                    .any(|r| r.partition == p as i32 && r.offset + 1 >= ends[p])
-        });
-        if complete || Instant::now() >= deadline {
-            return got;
+    let mut ended = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    while ended.len() < partitions && Instant::now() < deadline {
+        match c.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => out.push(record(&m)),
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                ended.insert(p);
+            }
+            Some(Err(e)) => panic!("reading `{topic}`: {e}"),
+            None => {}
         }
     }
+    out
 }
 
 /// The offsets `group` committed on `topic`, per partition (-1 when none).
