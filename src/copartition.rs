@@ -15,15 +15,32 @@
 //! with its old and its new row: a key cannot carry two different join keys.
 //!
 //! What it does not do: look at partitions or partition counts (the runtime does, at start),
-//! count or log (the pipeline counts, the run loop logs and stops), or check formats whose keys
+//! count or log (the pipeline counts; the run loop and the start-up probe, `runtime::probe`, log and stop — `fix` words what to do), or check formats whose keys
 //! are not JSON (Avro keys reach it already decoded to JSON).
 
 use crate::changelog::{Event, Side};
-use crate::config::JoinSpec;
+use crate::config::{Config, JoinSpec};
 use crate::engine::column::Column;
 use crate::row::scan::{self, Kind};
 use crate::row::value::Json;
 use crate::row::Row;
+
+/// What to do about a topic of `side` that is not keyed by its join key, for error messages.
+pub fn fix(cfg: &Config, side: Side) -> String {
+    let topic = cfg.join.side(side).topic.as_deref().unwrap_or_default();
+    let other = cfg
+        .join
+        .side(side.other())
+        .topic
+        .as_deref()
+        .unwrap_or_default();
+    let key = cfg.join.side(side).key.join(",");
+    format!(
+        "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or move the rows of \
+         one join key to one partition with SIDEJOIN_{}_HASH_BY (README \"Running against Kafka\")",
+        side.var()
+    )
+}
 
 /// The join-key columns of both sides.
 pub struct KeyCheck {

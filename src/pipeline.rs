@@ -102,6 +102,17 @@ impl<S: JoinState> Pipeline<S> {
         ));
     }
 
+    /// Why `key` does not carry the join key of the record it keys (once `check_copartitioning`
+    /// was called), the record decoded but not processed: the start-up probe. `None` when it
+    /// fits, cannot be judged, or the value does not decode (processing reports that).
+    pub fn misfit(&self, side: Side, key: &[u8], value: Option<&[u8]>) -> Option<String> {
+        let (check, _) = self.copartition.as_ref()?;
+        let event = self.decoders[side.index()]
+            .decode(Some(key), value)
+            .ok()??;
+        check.check(side, key, &event)
+    }
+
     /// Why the record `process` handled last does not fit co-partitioning, if it does not.
     pub fn take_violation(&mut self) -> Option<String> {
         self.violation.take()
@@ -342,5 +353,56 @@ impl<S: JoinState> Pipeline<S> {
             );
             self.engine.stats_mut().record_out(c.kind);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{self, Mode};
+    use crate::engine::memory::MemoryState;
+
+    fn pipeline(extra: &[(&str, &str)]) -> Pipeline<MemoryState> {
+        let env = [
+            ("SIDEJOIN_LEFT_KEY", "user_id"),
+            ("SIDEJOIN_RIGHT_KEY", "user_id"),
+            ("SIDEJOIN_LEFT_FORMAT", "debezium-json"),
+        ];
+        let vars = env
+            .iter()
+            .chain(extra)
+            .map(|(k, v)| (k.to_string(), v.to_string()));
+        let cfg = config::load(vars, Mode::Check).expect("valid configuration");
+        let mut p = Pipeline::new(&cfg, MemoryState::new());
+        p.check_copartitioning(&cfg);
+        p
+    }
+
+    const ORDER: &[u8] = br#"{"op":"c","before":null,"after":{"id":7,"user_id":3}}"#;
+
+    #[test]
+    fn misfit_judges_a_key_without_processing_the_record() {
+        let p = pipeline(&[]);
+        let why = p.misfit(Side::Left, br#"{"id":7}"#, Some(ORDER));
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.contains("does not hold the join-key column `user_id`")),
+            "{why:?}"
+        );
+        assert_eq!(p.misfit(Side::Left, br#"{"user_id":3}"#, Some(ORDER)), None);
+        assert_eq!(p.misfit(Side::Left, b"3", Some(ORDER)), None);
+        // Nothing was counted or applied: the probe only looks.
+        assert_eq!(p.stats().copartition_violations, [0, 0]);
+        assert_eq!(p.stats().records_in, [0, 0]);
+    }
+
+    #[test]
+    fn misfit_leaves_undecodable_and_unjudgeable_records_to_processing() {
+        let p = pipeline(&[]);
+        assert_eq!(
+            p.misfit(Side::Left, br#"{"id":7}"#, Some(b"not json")),
+            None
+        );
+        assert_eq!(p.misfit(Side::Left, b"order-7", Some(ORDER)), None);
     }
 }

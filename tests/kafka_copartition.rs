@@ -3,7 +3,9 @@
 //! Each record whose key does not carry its join key is counted in
 //! `sidejoin_copartition_violations_total{side}`, each such partition logged once with the fix,
 //! and with `SIDEJOIN_ON_COPARTITION_VIOLATION=fail` the process stops at the first one, having
-//! applied nothing of it. The other topic, keyed by the join key, counts none.
+//! applied nothing of it. The other topic, keyed by the join key, counts none. Records already
+//! in the topic at start are found by the start-up probe: warned about at once, or, with
+//! `fail`, the start is refused (exit 2) with nothing consumed.
 
 mod common;
 
@@ -14,8 +16,11 @@ use common::kafka::{self, Sidejoin};
 const WAIT: Duration = Duration::from_secs(120);
 const ORDERS: u64 = 400;
 
-/// Orders (Debezium, keyed by `id`) joined with users (upsert, keyed by `user_id`) on `user_id`.
-fn setup(name: &str) -> (Vec<(String, String)>, String) {
+type Records = Vec<(String, Option<String>, Option<String>, i64)>;
+
+/// Orders (Debezium, keyed by `id`) joined with users (upsert, keyed by `user_id`) on `user_id`:
+/// the environment, the orders topic, and the records to produce.
+fn setup(name: &str) -> (Vec<(String, String)>, String, Records) {
     let (left, right, out) = kafka::join_topics(name, [2, 2, 2]);
     let app = kafka::unique(&format!("{name}-app"));
     let mut env = kafka::base_env(&app, &left, &right, &out);
@@ -35,7 +40,6 @@ fn setup(name: &str) -> (Vec<(String, String)>, String) {
     ] {
         env.push((k.to_owned(), v.to_owned()));
     }
-    let p = kafka::producer();
     let t0 = kafka::now_ms();
     let mut records = Vec::new();
     for u in 0..20u64 {
@@ -57,13 +61,29 @@ fn setup(name: &str) -> (Vec<(String, String)>, String) {
             t0 + 1 + id as i64,
         ));
     }
-    kafka::produce_many(&p, &records);
-    (env, left)
+    (env, left, records)
+}
+
+fn application_id(env: &[(String, String)]) -> String {
+    env.iter()
+        .find(|(k, _)| k == "SIDEJOIN_APPLICATION_ID")
+        .map(|(_, v)| v.clone())
+        .unwrap()
+}
+
+/// The records of the orders topic that `env`'s group committed as consumed.
+fn committed_orders(env: &[(String, String)], left: &str) -> i64 {
+    kafka::committed(&application_id(env), left)
+        .iter()
+        .map(|o| (*o).max(0))
+        .sum()
 }
 
 #[test]
 fn a_topic_keyed_by_another_column_is_counted_and_logged_with_the_fix() {
-    let (env, left) = setup("copart-warn");
+    let (env, left, records) = setup("copart-warn");
+    // In the topics before the start: the start-up probe sees them too.
+    kafka::produce_many(&kafka::producer(), &records);
     let mut sj = Sidejoin::start("run", &env);
     sj.wait_ready(WAIT);
     sj.wait_records_in(ORDERS + 20, WAIT);
@@ -77,9 +97,17 @@ fn a_topic_keyed_by_another_column_is_counted_and_logged_with_the_fix() {
     assert_eq!(counted(&mut sj, "left"), ORDERS as f64, "{}", sj.logs());
     assert_eq!(counted(&mut sj, "right"), 0.0, "{}", sj.logs());
     let logs = sj.logs();
+    // The probe's warning at start, once for the orders topic (a record is named).
+    let at_start: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("is not co-partitioned") && l.contains("would join"))
+        .collect();
+    assert_eq!(at_start.len(), 1, "{logs}");
+    assert!(at_start[0].contains(&format!("`{left}`")), "{logs}");
+    assert!(at_start[0].contains("SIDEJOIN_LEFT_HASH_BY"), "{logs}");
     let warnings: Vec<&str> = logs
         .lines()
-        .filter(|l| l.contains("is not co-partitioned"))
+        .filter(|l| l.contains("is not co-partitioned") && l.contains("logged once per partition"))
         .collect();
     // Logged once per partition (both partitions of the orders topic hold orders).
     assert_eq!(warnings.len(), 2, "{logs}");
@@ -98,9 +126,12 @@ fn a_topic_keyed_by_another_column_is_counted_and_logged_with_the_fix() {
 
 #[test]
 fn fail_stops_at_the_first_violation_without_applying_it() {
-    let (mut env, left) = setup("copart-fail");
+    let (mut env, left, records) = setup("copart-fail");
     env.push(("SIDEJOIN_ON_COPARTITION_VIOLATION".into(), "fail".into()));
     let mut sj = Sidejoin::start("run", &env);
+    // Started on empty topics: the records arrive while it runs.
+    sj.wait_ready(WAIT);
+    kafka::produce_many(&kafka::producer(), &records);
     assert_eq!(sj.wait(WAIT), 1, "stops with exit 1:\n{}", sj.logs());
     let logs = sj.logs();
     assert!(
@@ -115,14 +146,42 @@ fn fail_stops_at_the_first_violation_without_applying_it() {
     );
     // Nothing of an order was applied: the committed positions stop before the first order
     // of each partition that held one (the users, keyed by the join key, are all consumed).
-    let app = env
-        .iter()
-        .find(|(k, _)| k == "SIDEJOIN_APPLICATION_ID")
-        .map(|(_, v)| v.clone())
-        .unwrap();
-    let committed: i64 = kafka::committed(&app, &left)
-        .iter()
-        .map(|o| (*o).max(0))
-        .sum();
-    assert_eq!(committed, 0, "no order committed:\n{logs}");
+    assert_eq!(
+        committed_orders(&env, &left),
+        0,
+        "no order committed:\n{logs}"
+    );
+}
+
+#[test]
+fn fail_refuses_to_start_on_a_topic_already_keyed_by_another_column() {
+    let (mut env, left, records) = setup("copart-refuse");
+    env.push(("SIDEJOIN_ON_COPARTITION_VIOLATION".into(), "fail".into()));
+    kafka::produce_many(&kafka::producer(), &records);
+    let mut sj = Sidejoin::start("run", &env);
+    assert_eq!(sj.wait(WAIT), 2, "refused at start, exit 2:\n{}", sj.logs());
+    let logs = sj.logs();
+    let error = logs
+        .lines()
+        .find(|l| l.contains("is not co-partitioned"))
+        .unwrap_or_else(|| panic!("no error naming the problem:\n{logs}"));
+    println!("{error}");
+    for part in [
+        format!("`{left}`"),
+        "its record at partition".to_owned(),
+        "does not hold the join-key column `user_id`".to_owned(),
+        "SIDEJOIN_LEFT_HASH_BY".to_owned(),
+        "SIDEJOIN_ON_COPARTITION_VIOLATION=fail".to_owned(),
+    ] {
+        assert!(error.contains(&part), "{part} missing: {error}");
+    }
+    assert!(
+        !logs.contains("partitions assigned"),
+        "the group was not joined:\n{logs}"
+    );
+    assert_eq!(
+        committed_orders(&env, &left),
+        0,
+        "nothing consumed:\n{logs}"
+    );
 }

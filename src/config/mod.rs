@@ -416,6 +416,7 @@ pub fn load(
         .unwrap_or(LogFormat::Text),
         shutdown_timeout_ms: duration(&mut p, "SHUTDOWN_TIMEOUT", &raw.shutdown_timeout, 30_000),
         workers: opt(&mut p, &raw.workers, parse_workers).unwrap_or_else(default_workers),
+        worker: 0,
         on_error: opt(&mut p, &raw.on_error, |v| {
             parse_enum(
                 "SIDEJOIN_ON_ERROR",

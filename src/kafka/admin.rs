@@ -24,6 +24,10 @@ pub enum StartupError {
     Kafka(#[from] rdkafka::error::KafkaError),
     #[error("stopped while waiting for Kafka")]
     Cancelled,
+    /// An input topic is keyed by something other than the join key (the start-up probe,
+    /// `SIDEJOIN_ON_COPARTITION_VIOLATION=fail`).
+    #[error("{0}")]
+    Copartitioning(String),
     /// The schema registry refused sidejoin (credentials, a bad CA file, …).
     #[error("schema registry: {0}")]
     Registry(String),

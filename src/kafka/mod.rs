@@ -154,6 +154,34 @@ pub fn restore_consumer_config(cfg: &Config) -> ClientConfig {
     c
 }
 
+/// The start-up co-partitioning probe's consumer: the group's committed offsets (or the reset
+/// policy) without joining the group or committing anything. `read_uncommitted`: its offset
+/// fetch then takes the last committed offsets at once instead of waiting for the transaction a
+/// killed instance left open (aborted only when this instance's producer starts, after the
+/// probe); that it may also read records of an open transaction does not matter for their keys.
+pub fn probe_consumer_config(cfg: &Config) -> ClientConfig {
+    let mut c = common(
+        cfg,
+        "probe",
+        // The end of a partition is known from an empty fetch: do not let it linger.
+        &[("fetch.wait.max.ms", "20")],
+        &cfg.kafka.consumer_properties,
+    );
+    c.set("group.id", &cfg.kafka.application_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", "read_uncommitted")
+        .set(
+            "auto.offset.reset",
+            match cfg.kafka.auto_offset_reset {
+                OffsetReset::Earliest => "earliest",
+                OffsetReset::Latest => "latest",
+            },
+        );
+    c
+}
+
 /// A plain client for metadata and topic creation.
 pub fn admin_config(cfg: &Config) -> ClientConfig {
     common(cfg, "admin", &[], &[])

@@ -7,6 +7,7 @@ mod durable;
 mod input;
 mod merge;
 mod output;
+mod probe;
 pub mod processor;
 mod run_loop;
 mod workers;
@@ -91,7 +92,11 @@ impl RunError {
     /// configuration error; 1 for everything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            RunError::Startup(StartupError::Topics(_) | StartupError::ClientConfig(_)) => 2,
+            RunError::Startup(
+                StartupError::Topics(_)
+                | StartupError::ClientConfig(_)
+                | StartupError::Copartitioning(_),
+            ) => 2,
             _ => 1,
         }
     }

@@ -44,11 +44,18 @@ pub trait Processor: Send {
     /// What to do with the record `process` could not decode (`SIDEJOIN_ON_ERROR`).
     fn dispatch(&mut self) -> ErrorAction;
     /// From now on, checks that records' keys carry their join key (co-partitioned topics of
-    /// more than one partition).
-    fn check_copartitioning(&mut self) {}
+    /// more than one partition); `false` when this processor has no join key to check.
+    fn check_copartitioning(&mut self) -> bool {
+        false
+    }
     /// Why the record `process` handled last does not fit co-partitioning, if it does not
     /// (under `SIDEJOIN_ON_COPARTITION_VIOLATION=fail` it was not applied).
     fn take_violation(&mut self) -> Option<String> {
+        None
+    }
+    /// Why `key` does not carry its record's join key (see `check_copartitioning`), the record
+    /// decoded but not processed (the start-up probe, `runtime::probe`).
+    fn misfit(&mut self, _side: Side, _key: &[u8], _value: Option<&[u8]>) -> Option<String> {
         None
     }
     /// Processing time moved on without a record.
@@ -175,12 +182,23 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
         self.pipeline.dispatch()
     }
 
-    fn check_copartitioning(&mut self) {
+    fn check_copartitioning(&mut self) -> bool {
         self.pipeline.check_copartitioning(&self.config);
+        true
     }
 
     fn take_violation(&mut self) -> Option<String> {
         self.pipeline.take_violation()
+    }
+
+    fn misfit(&mut self, side: Side, key: &[u8], value: Option<&[u8]>) -> Option<String> {
+        match &mut self.avro {
+            Ok(Some(avro)) if avro.is_avro(side) => match avro.decode(side, Some(key), value) {
+                Ok((Some(key), value)) => self.pipeline.misfit(side, key, value),
+                _ => None,
+            },
+            _ => self.pipeline.misfit(side, key, value),
+        }
     }
 
     fn tick(&mut self, now: i64, out: &mut Records) {

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::changelog::{Partition, Side};
 use crate::config::{Config, Guarantee, OnError, OnViolation};
+use crate::copartition;
 use crate::kafka::admin::{self, StartupError};
 use crate::kafka::context::{Assignment, JoinContext};
 use crate::kafka::deliveries::Deliveries;
@@ -33,6 +34,7 @@ use super::durable::{Fault, Protocol};
 use super::input::{self, Input};
 use super::merge::Buffered;
 use super::output::Output;
+use super::probe;
 use super::processor::{InRecord, Processor};
 use super::workers::StartGate;
 use super::RunError;
@@ -110,12 +112,7 @@ impl Loop<'_> {
         }
         let topic = &self.topics[side.index()];
         let other = &self.topics[side.other().index()];
-        let key = self.cfg.join.side(side).key.join(",");
-        let fix = format!(
-            "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or move the rows of \
-             one join key to one partition with SIDEJOIN_{}_HASH_BY (README \"Running against Kafka\")",
-            side.var()
-        );
+        let fix = copartition::fix(self.cfg, side);
         if !warn {
             return Err(RunError::Copartition {
                 topic: topic.clone(),
@@ -488,6 +485,43 @@ fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
     }
 }
 
+/// The start-up co-partitioning probe (`probe`): a misfit stops the start under
+/// `SIDEJOIN_ON_COPARTITION_VIOLATION=fail`, else it is logged (processing logs each partition's
+/// first misfit again as it meets it).
+fn probe_keys(
+    cfg: &Config,
+    processor: &mut dyn Processor,
+    partitions: i32,
+    shutdown: &CancellationToken,
+) -> Result<(), RunError> {
+    let fail = cfg.process.on_copartition_violation == OnViolation::Fail;
+    for m in probe::probe(cfg, processor, partitions, shutdown)? {
+        let side = m.side;
+        let other = cfg
+            .join
+            .side(side.other())
+            .topic
+            .as_deref()
+            .unwrap_or_default();
+        let message = format!(
+            "the {side} topic `{}` is not co-partitioned with `{other}` by the join key: its record at partition {} offset {}: {}; \
+             rows of one join key on different partitions would join against part of the other side only: {}",
+            m.topic,
+            m.partition,
+            m.offset,
+            m.why,
+            copartition::fix(cfg, side)
+        );
+        if fail {
+            return Err(RunError::Startup(StartupError::Copartitioning(format!(
+                "{message} (SIDEJOIN_ON_COPARTITION_VIOLATION=fail)"
+            ))));
+        }
+        tracing::warn!("{message}");
+    }
+    Ok(())
+}
+
 /// Connects, checks the topics, waits at `gate` for the other workers, then processes until
 /// `shutdown` is cancelled or a fatal error.
 pub fn run_blocking(
@@ -503,13 +537,15 @@ pub fn run_blocking(
         Err(e) => return Err(e.into()),
     };
     let topology = admin::check_topics(cfg, &md)?;
-    if topology.left_partitions > 1 {
-        processor.check_copartitioning();
-    }
+    let checked = topology.left_partitions > 1 && processor.check_copartitioning();
     match processor.prepare(shutdown) {
         Ok(true) => {}
         Ok(false) => return Ok(()),
         Err(e) => return Err(RunError::Startup(StartupError::Registry(e))),
+    }
+    // One worker probes for the instance: they read the same topics.
+    if checked && cfg.process.worker == 0 {
+        probe_keys(cfg, processor, topology.left_partitions, shutdown)?;
     }
     if cfg.process.on_error == OnError::Dlq {
         admin::ensure_topic(cfg, &md, &cfg.kafka.dlq_topic, 1)?;

@@ -27,6 +27,7 @@ pub fn worker_configs(cfg: &Config) -> Vec<Config> {
     (0..n)
         .map(|i| {
             let mut w = cfg.clone();
+            w.process.worker = i;
             w.process.state_dir = worker_dir(&cfg.process.state_dir, i);
             w.kafka.instance_id = cfg.kafka.instance_id.as_ref().map(|id| format!("{id}-{i}"));
             w.process.state_block_cache_mb = share(cfg.process.state_block_cache_mb);

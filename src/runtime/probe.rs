@@ -1,0 +1,144 @@
+//! The start-up co-partitioning probe. Before the group is joined, the first records each input
+//! partition will be consumed from (the group's committed offsets, else the reset policy) are
+//! read and their Kafka keys checked against their rows' join keys (`copartition`). A topic
+//! keyed by something else — typically a Debezium topic keyed by its primary key while the join
+//! is on another column — is refused at start under `SIDEJOIN_ON_COPARTITION_VIOLATION=fail`
+//! (exit 2, naming the topic, the record and the fix) and warned about at start under `warn`,
+//! instead of being noticed only after its first misfit was joined.
+//!
+//! It reads at most `RECORDS` records per partition, both topics at once, for at most `TIME`; it
+//! joins no group and commits nothing. It judges only what the per-record check judges (JSON
+//! keys); processing goes on checking every record.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use tokio_util::sync::CancellationToken;
+
+use crate::changelog::{Partition, Side};
+use crate::config::Config;
+use crate::kafka::context::RestoreContext;
+use crate::kafka::{self as k};
+
+use super::processor::Processor;
+
+/// Records read per partition, at most.
+const RECORDS: u32 = 64;
+
+/// The longest the probe reads one topic.
+const TIME: Duration = Duration::from_secs(5);
+
+/// A record whose key does not carry its row's join key.
+#[derive(Debug)]
+pub struct Misfit {
+    pub side: Side,
+    pub topic: String,
+    pub partition: Partition,
+    pub offset: i64,
+    pub why: String,
+}
+
+/// Reads the head of every partition of both input topics (`partitions` each); returns the
+/// first misfit of each side, if any.
+pub fn probe(
+    cfg: &Config,
+    processor: &mut dyn Processor,
+    partitions: i32,
+    shutdown: &CancellationToken,
+) -> Result<Vec<Misfit>, KafkaError> {
+    let started = Instant::now();
+    let topic = |side: Side| cfg.join.side(side).topic.as_deref().unwrap_or_default();
+    // Both at once, each with its own consumer (end-of-partition events name no topic).
+    let heads = std::thread::scope(|s| {
+        let read = Side::BOTH
+            .map(|side| s.spawn(move || read_head(cfg, topic(side), partitions, shutdown)));
+        read.map(|r| r.join().expect("the probe's reader does not panic"))
+    });
+    let mut found = Vec::new();
+    for (side, head) in Side::BOTH.into_iter().zip(heads) {
+        let topic = topic(side);
+        let head = head?;
+        let misfit = head.iter().find_map(|r| {
+            let key = r.key.as_deref()?;
+            let why = processor.misfit(side, key, r.value.as_deref())?;
+            Some(Misfit {
+                side,
+                topic: topic.to_owned(),
+                partition: r.partition,
+                offset: r.offset,
+                why,
+            })
+        });
+        match &misfit {
+            None => tracing::info!(
+                "co-partitioning: the keys of the first {} records of `{topic}` carry their join key (probed in {} ms)",
+                head.len(),
+                started.elapsed().as_millis()
+            ),
+            Some(m) => tracing::debug!("co-partitioning: {m:?}"),
+        }
+        found.extend(misfit);
+    }
+    Ok(found)
+}
+
+/// A record of a partition's head.
+struct Head {
+    partition: Partition,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+}
+
+/// Up to `RECORDS` records of each partition of `topic`, from where the group would consume.
+fn read_head(
+    cfg: &Config,
+    topic: &str,
+    partitions: i32,
+    shutdown: &CancellationToken,
+) -> Result<Vec<Head>, KafkaError> {
+    let consumer: BaseConsumer<RestoreContext> =
+        k::probe_consumer_config(cfg).create_with_context(RestoreContext)?;
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, Offset::Stored)?;
+    }
+    consumer.assign(&tpl)?;
+    let mut left: HashMap<Partition, u32> = (0..partitions).map(|p| (p, RECORDS)).collect();
+    let deadline = Instant::now() + TIME;
+    let mut head = Vec::new();
+    while !left.is_empty() && !shutdown.is_cancelled() {
+        if Instant::now() >= deadline {
+            tracing::info!(
+                "co-partitioning: stopped reading the head of `{topic}` after {TIME:?} ({} partitions unread)",
+                left.len()
+            );
+            break;
+        }
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let p = m.partition();
+                let Some(n) = left.get_mut(&p) else { continue };
+                *n -= 1;
+                if *n == 0 {
+                    left.remove(&p);
+                }
+                head.push(Head {
+                    partition: p,
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().map(<[u8]>::to_vec),
+                });
+            }
+            Some(Err(KafkaError::PartitionEOF(p))) => {
+                left.remove(&p);
+            }
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+    }
+    Ok(head)
+}
