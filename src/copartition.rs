@@ -27,13 +27,7 @@ use crate::row::Row;
 
 /// What to do about a topic of `side` that is not keyed by its join key, for error messages.
 pub fn fix(cfg: &Config, side: Side) -> String {
-    let topic = cfg.join.side(side).topic.as_deref().unwrap_or_default();
-    let other = cfg
-        .join
-        .side(side.other())
-        .topic
-        .as_deref()
-        .unwrap_or_default();
+    let (topic, other) = (cfg.join.topic(side), cfg.join.topic(side.other()));
     let key = cfg.join.side(side).key.join(",");
     format!(
         "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or move the rows of \

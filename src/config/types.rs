@@ -193,6 +193,11 @@ impl JoinSpec {
             Side::Right => &self.right,
         }
     }
+
+    /// The input topic of `side` (empty in replay, which reads no topic).
+    pub fn topic(&self, side: Side) -> &str {
+        self.side(side).topic.as_deref().unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -50,7 +50,7 @@ pub fn probe(
     shutdown: &CancellationToken,
 ) -> Result<Vec<Misfit>, KafkaError> {
     let started = Instant::now();
-    let topic = |side: Side| cfg.join.side(side).topic.as_deref().unwrap_or_default();
+    let topic = |side: Side| cfg.join.topic(side);
     // Both at once, each with its own consumer (end-of-partition events name no topic).
     let heads = std::thread::scope(|s| {
         let read = Side::BOTH

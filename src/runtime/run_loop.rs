@@ -497,12 +497,7 @@ fn probe_keys(
     let fail = cfg.process.on_copartition_violation == OnViolation::Fail;
     for m in probe::probe(cfg, processor, partitions, shutdown)? {
         let side = m.side;
-        let other = cfg
-            .join
-            .side(side.other())
-            .topic
-            .as_deref()
-            .unwrap_or_default();
+        let other = cfg.join.topic(side.other());
         let message = format!(
             "the {side} topic `{}` is not co-partitioned with `{other}` by the join key: its record at partition {} offset {}: {}; \
              rows of one join key on different partitions would join against part of the other side only: {}",
