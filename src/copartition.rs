@@ -15,7 +15,8 @@
 //! with its old and its new row: a key cannot carry two different join keys.
 //!
 //! What it does not do: look at partitions or partition counts (the runtime does, at start),
-//! count or log (the pipeline counts; the run loop and the start-up probe, `runtime::probe`, log and stop — `fix` words what to do), or check formats whose keys
+//! count or log (the pipeline counts; the run loop logs and stops, at start
+//! after `runtime::probe`; `fix` words what to do), or check formats whose keys
 //! are not JSON (Avro keys reach it already decoded to JSON).
 
 use crate::changelog::{Event, Side};
@@ -31,7 +32,7 @@ pub fn fix(cfg: &Config, side: Side) -> String {
     let key = cfg.join.side(side).key.join(",");
     format!(
         "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or move the rows of \
-         one join key to one partition with SIDEJOIN_{}_HASH_BY (README \"Running against Kafka\")",
+         one join key to one partition with SIDEJOIN_{}_HASH_BY once it is available (not in this version yet; README \"Running against Kafka\")",
         side.var()
     )
 }

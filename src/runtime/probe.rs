@@ -1,21 +1,24 @@
 //! The start-up co-partitioning probe. Before the group is joined, the first records each input
 //! partition will be consumed from (the group's committed offsets, else the reset policy) are
 //! read and their Kafka keys checked against their rows' join keys (`copartition`). A topic
-//! keyed by something else — typically a Debezium topic keyed by its primary key while the join
-//! is on another column — is refused at start under `SIDEJOIN_ON_COPARTITION_VIOLATION=fail`
-//! (exit 2, naming the topic, the record and the fix) and warned about at start under `warn`,
-//! instead of being noticed only after its first misfit was joined.
+//! keyed by something else — typically a Debezium JSON topic keyed by its primary key while the
+//! join is on another column — is then refused at start under
+//! `SIDEJOIN_ON_COPARTITION_VIOLATION=fail` (exit 2, naming the topic, the record and the fix)
+//! instead of stopping at its first record later, and warned about at start under `warn`
+//! instead of only once records were joined (`run_loop::probe_keys` logs and refuses).
 //!
-//! It reads at most `RECORDS` records per partition, both topics at once, for at most `TIME`; it
-//! joins no group and commits nothing. It judges only what the per-record check judges (JSON
-//! keys); processing goes on checking every record.
+//! It reads at most `RECORDS` records of each partition (and `BYTES` per topic), both topics at
+//! once, for at most `TIME` after the offsets are known; it joins no group and commits nothing.
+//! It judges only what the per-record check judges (JSON keys); processing goes on checking
+//! every record. It reads `read_uncommitted` (see `kafka::probe_consumer_config`), so it may
+//! judge a record of an aborted transaction that processing never sees.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::{Message, Offset, TopicPartitionList};
+use rdkafka::{Message, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::changelog::{Partition, Side};
@@ -28,8 +31,14 @@ use super::processor::Processor;
 /// Records read per partition, at most.
 const RECORDS: u32 = 64;
 
-/// The longest the probe reads one topic.
+/// The longest the probe reads one topic once its offsets are known.
 const TIME: Duration = Duration::from_secs(5);
+
+/// The longest the committed offsets may take (a new group's coordinator may be starting).
+const OFFSETS: Duration = Duration::from_secs(30);
+
+/// Key and value bytes kept per topic, at most (records are judged once both topics are read).
+const BYTES: usize = 64 << 20;
 
 /// A record whose key does not carry its row's join key.
 #[derive(Debug)]
@@ -73,8 +82,11 @@ pub fn probe(
             })
         });
         match &misfit {
+            None if head.is_empty() => tracing::info!(
+                "co-partitioning: nothing to probe in `{topic}` (no records from where the group resumes)"
+            ),
             None => tracing::info!(
-                "co-partitioning: the keys of the first {} records of `{topic}` carry their join key (probed in {} ms)",
+                "co-partitioning: no key among the first {} records of `{topic}` lacks its join key (probed in {} ms)",
                 head.len(),
                 started.elapsed().as_millis()
             ),
@@ -104,16 +116,20 @@ fn read_head(
         k::probe_consumer_config(cfg).create_with_context(RestoreContext)?;
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, Offset::Stored)?;
+        tpl.add_partition(topic, p);
     }
-    consumer.assign(&tpl)?;
+    // Known first, so that `TIME` is spent reading: where there is no committed offset,
+    // `Offset::Invalid` starts at the reset policy.
+    let committed = consumer.committed_offsets(tpl, OFFSETS)?;
+    consumer.assign(&committed)?;
     let mut left: HashMap<Partition, u32> = (0..partitions).map(|p| (p, RECORDS)).collect();
-    let deadline = Instant::now() + TIME;
-    let mut head = Vec::new();
+    let reading = Instant::now();
+    let (mut head, mut bytes) = (Vec::new(), 0);
     while !left.is_empty() && !shutdown.is_cancelled() {
-        if Instant::now() >= deadline {
-            tracing::info!(
-                "co-partitioning: stopped reading the head of `{topic}` after {TIME:?} ({} partitions unread)",
+        if reading.elapsed() >= TIME || bytes >= BYTES {
+            tracing::warn!(
+                "co-partitioning: stopped reading the head of `{topic}` after {} ms and {bytes} bytes ({} partitions not finished): the probe judged part of it",
+                reading.elapsed().as_millis(),
                 left.len()
             );
             break;
@@ -126,6 +142,7 @@ fn read_head(
                 if *n == 0 {
                     left.remove(&p);
                 }
+                bytes += m.key_len() + m.payload_len();
                 head.push(Head {
                     partition: p,
                     offset: m.offset(),
@@ -136,7 +153,9 @@ fn read_head(
             Some(Err(KafkaError::PartitionEOF(p))) => {
                 left.remove(&p);
             }
-            Some(Err(e)) => return Err(e),
+            // Only a fatal client error ends the probe; a broker away for a moment does not.
+            Some(Err(e @ KafkaError::MessageConsumptionFatal(_))) => return Err(e),
+            Some(Err(e)) => tracing::warn!("co-partitioning probe of `{topic}`: {e}"),
             None => {}
         }
     }

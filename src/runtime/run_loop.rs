@@ -517,7 +517,7 @@ fn probe_keys(
     Ok(())
 }
 
-/// Connects, checks the topics, waits at `gate` for the other workers, then processes until
+/// Connects, checks the topics (worker 0 also probes the keys, `probe_keys`), waits at `gate` for the other workers, then processes until
 /// `shutdown` is cancelled or a fatal error.
 pub fn run_blocking(
     cfg: &Config,
@@ -620,6 +620,11 @@ pub fn run_blocking(
     };
     // Cancelled while waiting: the loop stops at once, with nothing to commit.
     gate.arrive(shutdown);
+    if shutdown.is_cancelled() {
+        // Before joining the group: a start refused by another worker (the co-partitioning
+        // probe) or a stop during start-up must not rebalance the live group.
+        return Ok(());
+    }
     consumer.subscribe(&[lp.topics[0].as_str(), lp.topics[1].as_str()])?;
     tracing::info!(
         "consuming `{}` and `{}` ({} partitions each) as group `{}`, writing `{}` ({} partitions), {:?} (transactional id `{txn_id}`); Kafka properties passed through: {}",
