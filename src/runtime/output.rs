@@ -53,22 +53,12 @@ impl Output {
     /// Hands `record` to the producer, serving delivery reports while its queue is full.
     fn send(
         &self,
-        mut record: BaseRecord<'_, [u8], [u8], usize>,
+        record: BaseRecord<'_, [u8], [u8], usize>,
         checkpoint: u64,
     ) -> Result<(), RunError> {
-        loop {
-            match self.producer.send(record) {
-                Ok(()) => {
-                    self.deliveries().sent(checkpoint);
-                    return Ok(());
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    self.producer.poll(Duration::from_millis(5));
-                }
-                Err((e, _)) => return Err(e.into()),
-            }
-        }
+        send_when_room(&self.producer, record, "output")?;
+        self.deliveries().sent(checkpoint);
+        Ok(())
     }
 
     /// Sends every record of `out` under `checkpoint`.
@@ -129,5 +119,42 @@ impl Output {
             record = record.payload(v);
         }
         self.send(record, checkpoint)
+    }
+}
+
+/// How long a full producer queue is waited on before it is logged.
+const QUEUE_FULL_LOGGED: Duration = Duration::from_secs(5);
+
+/// Hands `record` to `producer`, serving its delivery reports while its queue is full (the
+/// brokers acknowledge nothing: away, or slower than we produce); a wait longer than
+/// `QUEUE_FULL_LOGGED` is logged, once, and when it ends.
+pub fn send_when_room(
+    producer: &BaseProducer<Deliveries>,
+    mut record: BaseRecord<'_, [u8], [u8], usize>,
+    what: &str,
+) -> Result<(), KafkaError> {
+    let mut waiting: Option<std::time::Instant> = None;
+    let mut logged = false;
+    loop {
+        match producer.send(record) {
+            Ok(()) => {
+                if logged {
+                    tracing::info!("the producer's queue ({what}) has room again");
+                }
+                return Ok(());
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                let since = *waiting.get_or_insert_with(std::time::Instant::now);
+                if !logged && since.elapsed() >= QUEUE_FULL_LOGGED {
+                    tracing::warn!(
+                        "the producer's queue ({what}) has been full for {QUEUE_FULL_LOGGED:?}: nothing is acknowledged; waiting"
+                    );
+                    logged = true;
+                }
+                producer.poll(Duration::from_millis(5));
+            }
+            Err((e, _)) => return Err(e),
+        }
     }
 }

@@ -118,16 +118,7 @@ fn mirror_to(
     if let Some(v) = value {
         record = record.payload(v);
     }
-    loop {
-        match producer.send(record) {
-            Ok(()) => return Ok(()),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                record = back;
-                producer.poll(Duration::from_millis(5));
-            }
-            Err((e, _)) => return Err(e),
-        }
-    }
+    super::output::send_when_room(producer, record, "changelog")
 }
 
 impl Protocol {
