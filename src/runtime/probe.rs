@@ -119,8 +119,19 @@ fn read_head(
         tpl.add_partition(topic, p);
     }
     // Known first, so that `TIME` is spent reading: where there is no committed offset,
-    // `Offset::Invalid` starts at the reset policy.
-    let committed = consumer.committed_offsets(tpl, OFFSETS)?;
+    // `Offset::Invalid` starts at the reset policy. A coordinator still starting (a broker
+    // just up answers NotCoordinator) leaves it to librdkafka, which fetches them on assign.
+    let committed = match consumer.committed_offsets(tpl, OFFSETS) {
+        Ok(committed) => committed,
+        Err(e) => {
+            tracing::debug!("co-partitioning: committed offsets of `{topic}` not fetched ({e}): assigned at the stored ones");
+            let mut stored = TopicPartitionList::new();
+            for p in 0..partitions {
+                stored.add_partition_offset(topic, p, rdkafka::Offset::Stored)?;
+            }
+            stored
+        }
+    };
     consumer.assign(&committed)?;
     let mut left: HashMap<Partition, u32> = (0..partitions).map(|p| (p, RECORDS)).collect();
     let reading = Instant::now();
