@@ -70,13 +70,7 @@ pub fn consumer_config(cfg: &Config) -> ClientConfig {
         .set("enable.partition.eof", "true")
         .set("partition.assignment.strategy", "range")
         .set("statistics.interval.ms", "1000")
-        .set(
-            "auto.offset.reset",
-            match cfg.kafka.auto_offset_reset {
-                OffsetReset::Earliest => "earliest",
-                OffsetReset::Latest => "latest",
-            },
-        );
+        .set("auto.offset.reset", offset_reset(cfg));
     c
 }
 
@@ -157,6 +151,14 @@ pub fn restore_consumer_config(cfg: &Config) -> ClientConfig {
     c
 }
 
+/// `SIDEJOIN_AUTO_OFFSET_RESET` as librdkafka's `auto.offset.reset`.
+fn offset_reset(cfg: &Config) -> &'static str {
+    match cfg.kafka.auto_offset_reset {
+        OffsetReset::Earliest => "earliest",
+        OffsetReset::Latest => "latest",
+    }
+}
+
 /// The start-up co-partitioning probe's consumer: the group's committed offsets (or the reset
 /// policy) without joining the group or committing anything. `read_uncommitted`: its offset
 /// fetch then takes the last committed offsets at once instead of waiting for the transaction a
@@ -175,13 +177,7 @@ pub fn probe_consumer_config(cfg: &Config) -> ClientConfig {
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "true")
         .set("isolation.level", "read_uncommitted")
-        .set(
-            "auto.offset.reset",
-            match cfg.kafka.auto_offset_reset {
-                OffsetReset::Earliest => "earliest",
-                OffsetReset::Latest => "latest",
-            },
-        );
+        .set("auto.offset.reset", offset_reset(cfg));
     c
 }
 
