@@ -96,12 +96,23 @@ pub fn plan(cfg: &Config) -> String {
         cfg.process.on_error.name(),
         cfg.kafka.dlq_topic
     );
-    let _ = writeln!(
-        out,
-        "topology: co-partitioned (partition i of both topics on one owner; the topics must have one partition count and be keyed by the join key); \
-         a record whose key does not carry its join key: {} (SIDEJOIN_ON_COPARTITION_VIOLATION)",
-        cfg.process.on_copartition_violation.name()
-    );
+    match cfg.join.broadcast {
+        None => {
+            let _ = writeln!(
+                out,
+                "topology: co-partitioned (partition i of both topics on one owner; the topics must have one partition count and be keyed by the join key); \
+                 a record whose key does not carry its join key: {} (SIDEJOIN_ON_COPARTITION_VIOLATION)",
+                cfg.process.on_copartition_violation.name()
+            );
+        }
+        Some(b) => {
+            let _ = writeln!(
+                out,
+                "topology: {b} broadcast (SIDEJOIN_BROADCAST): the {} topic's partitions are spread over the group, one task each, and every task keeps the whole {b} side, read from all partitions of its topic; no co-partitioning needed",
+                b.other()
+            );
+        }
+    }
     for w in &cfg.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
@@ -144,8 +155,5 @@ pub fn check_brokers(cfg: &Config) -> Result<String, String> {
         )
     })?;
     let t = admin::check_topics(cfg, &md).map_err(|e| e.to_string())?;
-    Ok(format!(
-        "topics: left {} partitions, right {} partitions (co-partitioned), output {} partitions",
-        t.left_partitions, t.right_partitions, t.output_partitions
-    ))
+    Ok(t.describe(cfg))
 }

@@ -283,7 +283,7 @@ fn a_variable_that_contradicts_the_sql() {
 }
 
 #[test]
-fn broadcast_and_hash_by_key_hints_get_the_variables_errors() {
+fn a_hash_by_key_hint_gets_the_variables_error_and_broadcast_is_taken() {
     let sql = format!(
         "{TABLES}SELECT /*+ BROADCAST(b), HASH_BY_KEY('a'='id') */ a.v FROM a JOIN b ON a.id = b.id"
     );
@@ -310,10 +310,13 @@ fn broadcast_and_hash_by_key_hints_get_the_variables_errors() {
         let line = v.to_string();
         assert!(e.contains(&line), "{line:?} missing from:\n{e}");
     }
+    assert!(e.contains("SIDEJOIN_LEFT_HASH_BY"), "{e}");
     assert!(
-        e.contains("(set by the SQL: `BROADCAST(b)` at line 3, column 12)"),
+        e.contains("(set by the SQL: `HASH_BY_KEY('a'='id')` at line 3, column 26)"),
         "{e}"
     );
+    // `run` takes BROADCAST(b) (SIDEJOIN_BROADCAST=right): no error names it.
+    assert!(!e.contains("BROADCAST"), "{e}");
 }
 
 #[test]

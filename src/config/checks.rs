@@ -215,13 +215,6 @@ pub(super) fn run_requirements(
             );
         }
     }
-    if let Some(b) = join.broadcast {
-        p.add(
-            "SIDEJOIN_BROADCAST",
-            Some(b.name()),
-            format!("broadcast {not_yet}"),
-        );
-    }
     if output.format == OutputFormat::Avro && raw.schema_registry_url.is_none() {
         p.add(
             "SIDEJOIN_OUTPUT_FORMAT",

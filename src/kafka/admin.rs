@@ -10,6 +10,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::metadata::Metadata;
 use tokio_util::sync::CancellationToken;
 
+use crate::changelog::Side;
 use crate::config::Config;
 
 /// Why sidejoin cannot start against these brokers.
@@ -39,6 +40,28 @@ pub struct Topology {
     pub left_partitions: i32,
     pub right_partitions: i32,
     pub output_partitions: i32,
+    /// Units of join state (`runtime::streams`): the partitions of the side consumed through
+    /// the group (both, co-partitioned; the other side's with `SIDEJOIN_BROADCAST`).
+    pub tasks: i32,
+}
+
+impl Topology {
+    /// One line for logs and `sidejoin check`.
+    pub fn describe(&self, cfg: &Config) -> String {
+        let (l, r) = (self.left_partitions, self.right_partitions);
+        let out = self.output_partitions;
+        match cfg.join.broadcast {
+            None => format!(
+                "topics: left {l} partitions, right {r} partitions (co-partitioned), output {out} partitions"
+            ),
+            Some(b) => format!(
+                "topics: left {l} partitions, right {r} partitions ({b} broadcast: every worker reads all {} of its partitions for each of the {} tasks of the {} side), output {out} partitions",
+                if b == Side::Left { l } else { r },
+                self.tasks,
+                b.other()
+            ),
+        }
+    }
 }
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
@@ -111,19 +134,34 @@ pub fn check_topics(cfg: &Config, md: &Metadata) -> Result<Topology, StartupErro
         )));
     }
     let count = |i: usize| partitions(md, &topics[i].1).unwrap_or(0);
+    let (left, right) = (count(0), count(1));
     let topology = Topology {
-        left_partitions: count(0),
-        right_partitions: count(1),
+        left_partitions: left,
+        right_partitions: right,
         output_partitions: count(2),
+        tasks: match cfg.join.broadcast {
+            Some(Side::Left) => right,
+            _ => left,
+        },
     };
-    if topology.left_partitions != topology.right_partitions && cfg.join.broadcast.is_none() {
+    if left != right && cfg.join.broadcast.is_none() {
+        // The side with fewer partitions is usually the small one: the one to broadcast.
+        let small = if right < left {
+            Side::Right
+        } else {
+            Side::Left
+        };
         return Err(StartupError::Topics(format!(
-            "the inputs are not co-partitioned: left topic `{}` has {} partitions but right topic `{}` has {}; \
+            "the inputs are not co-partitioned: left topic `{}` has {left} partitions but right topic `{}` has {right}; \
              a co-partitioned join needs equal partition counts and both topics keyed by the join key: \
-             produce one of them into a topic with the other's partition count (adding partitions to a \
-             topic moves where new records of a key go, not the old ones); broadcasting or repartitioning \
-             a side (SIDEJOIN_BROADCAST, SIDEJOIN_<SIDE>_HASH_BY) is not in this version yet (README \"Status\")",
-            topics[0].1, topology.left_partitions, topics[1].1, topology.right_partitions
+             set SIDEJOIN_BROADCAST={} to give every instance the whole {} side (a small table), \
+             or produce one of them into a topic with the other's partition count (adding partitions to a \
+             topic moves where new records of a key go, not the old ones); repartitioning a side \
+             (SIDEJOIN_<SIDE>_HASH_BY) is not in this version yet (README \"Status\")",
+            topics[0].1,
+            topics[1].1,
+            small.name(),
+            small.name()
         )));
     }
     Ok(topology)

@@ -103,24 +103,7 @@ impl ClientContext for JoinContext {
         } else if !was && up > 0 {
             tracing::info!("brokers reachable again ({up} up)");
         }
-        for (topic, t) in &statistics.topics {
-            for (partition, p) in &t.partitions {
-                // Offsets are committed through the checkpoint transactions, which the consumer
-                // does not see: its own `consumer_lag` stays unknown, so the lag is measured
-                // from what it handed to the application (read_committed: up to the last
-                // stable offset).
-                let lag = if p.consumer_lag >= 0 {
-                    p.consumer_lag
-                } else if p.app_offset >= 0 && p.ls_offset >= 0 {
-                    (p.ls_offset - p.app_offset).max(0)
-                } else {
-                    continue;
-                };
-                if *partition >= 0 {
-                    self.metrics.set_consumer_lag(topic, *partition, lag);
-                }
-            }
-        }
+        record_lags(&self.metrics, &statistics);
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
@@ -168,6 +151,63 @@ impl ConsumerContext for JoinContext {
     }
 }
 
+/// Per assigned partition, the records behind its end as `sidejoin_consumer_lag`.
+fn record_lags(metrics: &WorkerMetrics, statistics: &Statistics) {
+    for (topic, t) in &statistics.topics {
+        for (partition, p) in &t.partitions {
+            // Offsets are committed through the checkpoint transactions (or, for a broadcast
+            // side, not at all), which the consumer does not see: its own `consumer_lag` stays
+            // unknown, so the lag is measured from what it handed to the application
+            // (read_committed: up to the last stable offset).
+            let lag = if p.consumer_lag >= 0 {
+                p.consumer_lag
+            } else if p.app_offset >= 0 && p.ls_offset >= 0 {
+                (p.ls_offset - p.app_offset).max(0)
+            } else {
+                continue;
+            };
+            if *partition >= 0 {
+                metrics.set_consumer_lag(topic, *partition, lag);
+            }
+        }
+    }
+}
+
+/// The broadcast consumer's context (`runtime::broadcast`): its lag per partition of the
+/// broadcast topic (what the task furthest behind has yet to be handed), librdkafka's log lines.
+pub struct BroadcastContext {
+    metrics: WorkerMetrics,
+}
+
+impl BroadcastContext {
+    pub fn new(metrics: WorkerMetrics) -> Self {
+        BroadcastContext { metrics }
+    }
+}
+
+impl ClientContext for BroadcastContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        log(level, fac, message)
+    }
+
+    fn stats(&self, statistics: Statistics) {
+        record_lags(&self.metrics, &statistics);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !is_eof(&error) {
+            tracing::warn!(target: "librdkafka", "broadcast consumer: {error}: {reason}");
+        }
+    }
+}
+
+impl ConsumerContext for BroadcastContext {}
+
+fn is_eof(error: &KafkaError) -> bool {
+    matches!(error, KafkaError::PartitionEOF(_))
+        || error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF)
+}
+
 /// The restore consumer's context: librdkafka's log lines to `tracing`; end-of-partition
 /// events, which the restore waits for, are not errors.
 pub struct RestoreContext;
@@ -178,9 +218,7 @@ impl ClientContext for RestoreContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        let eof = matches!(error, KafkaError::PartitionEOF(_))
-            || error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF);
-        if !eof {
+        if !is_eof(&error) {
             tracing::warn!(target: "librdkafka", "restore consumer: {error}: {reason}");
         }
     }

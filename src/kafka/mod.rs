@@ -151,6 +151,30 @@ pub fn restore_consumer_config(cfg: &Config) -> ClientConfig {
     c
 }
 
+/// The broadcast side's consumer (`runtime::broadcast`): assigned every partition of the
+/// broadcast topic at positions from the tasks' state, never joining a group or committing
+/// (`group.id` only names it). `read_committed`, like the group consumer; an offset gone from
+/// the topic (retention) restarts at its earliest record.
+pub fn broadcast_consumer_config(cfg: &Config) -> ClientConfig {
+    let mut c = common(
+        cfg,
+        "broadcast",
+        // See `restore_consumer_config`: a full fetch queue must not pause fetching for 1 s.
+        &[("fetch.queue.backoff.ms", "5")],
+        &cfg.kafka.consumer_properties,
+    );
+    c.set(
+        "group.id",
+        format!("{}-broadcast", cfg.kafka.application_id),
+    )
+    .set("enable.auto.commit", "false")
+    .set("enable.auto.offset.store", "false")
+    .set("enable.partition.eof", "true")
+    .set("auto.offset.reset", "earliest")
+    .set("isolation.level", "read_committed");
+    c
+}
+
 /// `SIDEJOIN_AUTO_OFFSET_RESET` as librdkafka's `auto.offset.reset`.
 fn offset_reset(cfg: &Config) -> &'static str {
     match cfg.kafka.auto_offset_reset {

@@ -30,7 +30,7 @@ use crate::kafka::context::JoinContext;
 use super::merge::{Buffered, Merge};
 
 /// Records buffered per `(side, partition)` before its queue is left alone for a while.
-const PER_QUEUE: usize = 2_048;
+pub const PER_QUEUE: usize = 2_048;
 
 /// How long a partition queue may stay silent — polled, yet neither a record nor its end of
 /// partition — before it is split again. librdkafka reports the end of a partition within a
@@ -82,6 +82,7 @@ pub fn copy(msg: &BorrowedMessage<'_>, side: Side, now: i64) -> Buffered {
     Buffered {
         side,
         partition: msg.partition(),
+        source: msg.partition(),
         offset: msg.offset(),
         timestamp: msg.timestamp().to_millis().unwrap_or(now),
         key: msg.key().map(<[u8]>::to_vec),
@@ -188,6 +189,16 @@ impl Input {
             }
         }
         n
+    }
+
+    /// Records buffered of `(side, task)`.
+    pub fn buffered(&self, side: Side, task: Partition) -> usize {
+        self.merge.buffered(side, task)
+    }
+
+    /// The end of `side`'s input of `task` was reached (a broadcast side: of all its partitions).
+    pub fn caught_up(&mut self, side: Side, task: Partition, now: i64) {
+        self.merge.caught_up(side, task, now);
     }
 
     /// The next record in merge order, if one may go now.

@@ -35,7 +35,11 @@ use crate::changelog::{Partition, Side};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Buffered {
     pub side: Side,
+    /// The task it feeds (its lane in the merge).
     pub partition: Partition,
+    /// The partition of its topic it was read from: `partition`, except on a broadcast side
+    /// (`streams`), whose every partition feeds every task.
+    pub source: Partition,
     pub offset: i64,
     pub timestamp: i64,
     pub key: Option<Vec<u8>>,
@@ -140,8 +144,8 @@ impl Merge {
             queue
                 .entries
                 .back()
-                .is_none_or(|e| e.rec.offset < rec.offset),
-            "records of one (partition, side) are pushed in offset order"
+                .is_none_or(|e| e.rec.source != rec.source || e.rec.offset < rec.offset),
+            "records of one (partition, side, source) are pushed in offset order"
         );
         queue.caught_up = false;
         queue.entries.push_back(Entry {
@@ -218,6 +222,7 @@ mod tests {
         Buffered {
             side,
             partition,
+            source: partition,
             offset,
             timestamp,
             key: None,

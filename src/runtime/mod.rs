@@ -3,6 +3,7 @@
 //! (SIGTERM/SIGINT in the binary) within `SIDEJOIN_SHUTDOWN_TIMEOUT`. Everything is passed in;
 //! nothing is global.
 
+mod broadcast;
 mod durable;
 mod input;
 mod merge;
@@ -10,6 +11,7 @@ mod output;
 mod probe;
 pub mod processor;
 mod run_loop;
+mod streams;
 mod workers;
 
 use std::sync::Arc;

@@ -22,13 +22,14 @@ use crate::changelog::{Partition, Side};
 use crate::config::{Config, Guarantee, OnError, OnViolation};
 use crate::copartition;
 use crate::kafka::admin::{self, StartupError};
-use crate::kafka::context::{Assignment, JoinContext};
+use crate::kafka::context::{Assignment, BroadcastContext, JoinContext};
 use crate::kafka::deliveries::Deliveries;
 use crate::kafka::{self as k};
 use crate::metrics::WorkerMetrics;
 use crate::pipeline::ErrorAction;
 use crate::sink::Records;
 
+use super::broadcast::Broadcast;
 use super::durable::restore::Restorer;
 use super::durable::{Fault, Protocol};
 use super::input::{self, Input};
@@ -36,6 +37,7 @@ use super::merge::Buffered;
 use super::output::Output;
 use super::probe;
 use super::processor::{InRecord, Processor};
+use super::streams::{Inputs, Stream};
 use super::workers::StartGate;
 use super::RunError;
 
@@ -68,10 +70,12 @@ struct Loop<'a> {
     processor: &'a mut dyn Processor,
     metrics: &'a WorkerMetrics,
     shutdown: &'a CancellationToken,
-    topics: [String; 2],
-    /// `(topic, partition)` pairs currently assigned.
+    inputs: Inputs,
+    /// The broadcast side's consumer (`SIDEJOIN_BROADCAST`).
+    broadcast: Option<Broadcast>,
+    /// `(topic, partition)` pairs currently assigned by the group.
     assigned: HashSet<(String, Partition)>,
-    /// Input partitions whose state this process holds.
+    /// The tasks whose state this worker holds.
     owned: BTreeSet<Partition>,
     protocol: Protocol,
     restorer: Restorer,
@@ -85,13 +89,7 @@ struct Loop<'a> {
 
 impl Loop<'_> {
     fn side_of(&self, topic: &str) -> Option<Side> {
-        if topic == self.topics[0] {
-            Some(Side::Left)
-        } else if topic == self.topics[1] {
-            Some(Side::Right)
-        } else {
-            None
-        }
+        self.inputs.side_of(topic)
     }
 
     /// Sends what the processor appended to `self.out`.
@@ -110,12 +108,12 @@ impl Loop<'_> {
             // Counted already (the pipeline did); logged once per partition.
             return Ok(());
         }
-        let topic = &self.topics[side.index()];
-        let other = &self.topics[side.other().index()];
+        let topic = self.inputs.topic(side);
+        let other = self.inputs.topic(side.other());
         let fix = copartition::fix(self.cfg, side);
         if !warn {
             return Err(RunError::Copartition {
-                topic: topic.clone(),
+                topic: topic.to_owned(),
                 partition: msg.partition,
                 offset: msg.offset,
                 side,
@@ -149,12 +147,12 @@ impl Loop<'_> {
         if let Some(why) = self.processor.take_violation() {
             self.copartition_violation(msg, why)?;
         }
-        let topic = &self.topics[side.index()];
+        let topic = self.inputs.topic(side);
         if let Err(e) = processed {
             match self.processor.dispatch() {
                 ErrorAction::Fail => {
                     return Err(RunError::Failed {
-                        topic: topic.clone(),
+                        topic: topic.to_owned(),
                         partition,
                         offset,
                         side,
@@ -180,7 +178,12 @@ impl Loop<'_> {
                 }
             }
         }
-        self.protocol.consumed(side, partition, offset);
+        let stream = Stream {
+            side,
+            task: partition,
+            source: msg.source,
+        };
+        self.protocol.consumed(stream, offset);
         Ok(())
     }
 
@@ -198,8 +201,9 @@ impl Loop<'_> {
         // Range assignment puts partition i of both topics on one member; anything else would
         // join a partition's records against another member's state.
         for p in &now {
-            for t in &self.topics {
-                if !list.contains(&(t.clone(), *p)) {
+            for side in self.inputs.group_sides() {
+                let t = self.inputs.topic(side);
+                if !list.contains(&(t.to_owned(), *p)) {
                     return Err(RunError::ConsumerFatal(format!(
                         "the group assigned partition {p} of one input topic without the same partition of `{t}`: \
                          sidejoin needs range assignment (co-partitioning); do not override partition.assignment.strategy"
@@ -218,19 +222,20 @@ impl Loop<'_> {
                 self.processor,
                 &mut self.protocol,
                 &new,
-                &self.topics,
+                &self.inputs,
                 self.metrics,
                 self.shutdown,
             )?;
             for (p, offsets) in positions {
+                let shown: Vec<Option<i64>> = offsets.iter().map(|(_, o)| *o).collect();
                 tracing::info!(
-                    "partition {p}: state restored ({} changelog records, {:.2} s); it reflects input offsets {offsets:?}",
+                    "partition {p}: state restored ({} changelog records, {:.2} s); it reflects input offsets {shown:?}",
                     done.records,
                     done.seconds
                 );
-                for (side, next) in Side::BOTH.into_iter().zip(offsets) {
+                for (stream, next) in offsets {
                     if let Some(next) = next {
-                        self.protocol.restored(side, p, next);
+                        self.protocol.restored(stream, next);
                     }
                 }
             }
@@ -238,7 +243,7 @@ impl Loop<'_> {
         let mut tpl = rdkafka::TopicPartitionList::new();
         for (topic, p) in &list {
             let side = self.side_of(topic).expect("subscribed topics only");
-            let at = match self.protocol.position(side, *p) {
+            let at = match self.protocol.position(Stream::own(side, *p)) {
                 Some(o) => rdkafka::Offset::Offset(o),
                 None => rdkafka::Offset::Stored,
             };
@@ -259,6 +264,10 @@ impl Loop<'_> {
         self.assigned = list.into_iter().collect();
         self.owned = now;
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
+        if let Some(b) = &mut self.broadcast {
+            let protocol = &self.protocol;
+            b.assign(&parts, |s| protocol.position(s))?;
+        }
         self.processor.assigned(&parts, now_ms());
         self.metrics.set_ready(true);
         Ok(())
@@ -284,7 +293,7 @@ impl Loop<'_> {
                         // (if that fails, their next owner redoes it from the last commit).
                         self.commit(consumer)?;
                     }
-                    self.input.clear();
+                    self.clear_input()?;
                     consumer.unassign()?;
                     self.assigned.clear();
                 }
@@ -304,7 +313,18 @@ impl Loop<'_> {
         self.protocol.forget(&parts);
         self.owned.clear();
         self.out.clear();
+        if let Err(e) = self.clear_input() {
+            tracing::warn!("cannot unassign the broadcast consumer: {e}");
+        }
+    }
+
+    /// Drops every buffered record and the broadcast consumer's assignment.
+    fn clear_input(&mut self) -> Result<(), KafkaError> {
         self.input.clear();
+        match &mut self.broadcast {
+            Some(b) => b.clear(),
+            None => Ok(()),
+        }
     }
 
     /// Closes the open checkpoint (after what processing time releases). An aborted
@@ -407,7 +427,11 @@ impl Loop<'_> {
                 continue;
             }
             // Nothing may go: fetch what the queues hold (bounded per queue, so this ends).
-            if self.input.fill(consumer, now) > 0 {
+            let mut fetched = self.input.fill(consumer, now);
+            if let Some(b) = &mut self.broadcast {
+                fetched += b.fill(&mut self.input, now);
+            }
+            if fetched > 0 {
                 continue;
             }
             if n > 0 || waited {
@@ -532,7 +556,9 @@ pub fn run_blocking(
         Err(e) => return Err(e.into()),
     };
     let topology = admin::check_topics(cfg, &md)?;
-    let checked = topology.left_partitions > 1 && processor.check_copartitioning();
+    // Broadcast: a task's other side is whole, so nothing needs co-partitioning.
+    let checked =
+        cfg.join.broadcast.is_none() && topology.tasks > 1 && processor.check_copartitioning();
     match processor.prepare(shutdown) {
         Ok(true) => {}
         Ok(false) => return Ok(()),
@@ -540,7 +566,7 @@ pub fn run_blocking(
     }
     // One worker probes for the instance: they read the same topics.
     if checked && cfg.process.worker == 0 {
-        probe_keys(cfg, processor, topology.left_partitions, shutdown)?;
+        probe_keys(cfg, processor, topology.tasks, shutdown)?;
     }
     if cfg.process.on_error == OnError::Dlq {
         admin::ensure_topic(cfg, &md, &cfg.kafka.dlq_topic, 1)?;
@@ -549,7 +575,7 @@ pub fn run_blocking(
     let changelog = durable.then(|| Side::BOTH.map(|s| k::changelog_topic(cfg, s)));
     if let Some(topics) = &changelog {
         for t in topics {
-            admin::ensure_changelog(cfg, &md, t, topology.left_partitions)?;
+            admin::ensure_changelog(cfg, &md, t, topology.tasks)?;
         }
     }
     let (tx, rx) = mpsc::channel();
@@ -576,10 +602,26 @@ pub fn run_blocking(
         k::restore_consumer_config(cfg)
             .create_with_context(crate::kafka::context::RestoreContext)?,
     );
-    let topics = [
-        cfg.join.left.topic.clone().unwrap_or_default(),
-        cfg.join.right.topic.clone().unwrap_or_default(),
-    ];
+    let inputs = Inputs {
+        topics: Side::BOTH.map(|s| cfg.join.topic(s).to_owned()),
+        broadcast: cfg.join.broadcast.map(|b| {
+            let n = match b {
+                Side::Left => topology.left_partitions,
+                Side::Right => topology.right_partitions,
+            };
+            (b, n)
+        }),
+    };
+    let broadcast = match inputs.broadcast {
+        Some((side, n)) => Some(Broadcast::new(
+            k::broadcast_consumer_config(cfg)
+                .create_with_context(BroadcastContext::new(metrics.clone()))?,
+            side,
+            inputs.topic(side),
+            n,
+        )),
+        None => None,
+    };
     // A test hook, outside the configuration: the kill tests show they catch this fault.
     let fault = match std::env::var("SJ_TEST_FAULT").as_deref() {
         Ok("offsets_late") => Fault::OffsetsLate,
@@ -589,7 +631,7 @@ pub fn run_blocking(
         cfg.kafka.guarantee,
         txn,
         changelog,
-        topics.clone(),
+        inputs.clone(),
         fault,
         metrics,
         shutdown,
@@ -608,7 +650,8 @@ pub fn run_blocking(
         processor,
         metrics,
         shutdown,
-        topics,
+        inputs,
+        broadcast,
         assigned: HashSet::new(),
         owned: BTreeSet::new(),
         protocol,
@@ -625,12 +668,15 @@ pub fn run_blocking(
         // probe) or a stop during start-up must not rebalance the live group.
         return Ok(());
     }
-    consumer.subscribe(&[lp.topics[0].as_str(), lp.topics[1].as_str()])?;
+    let grouped: Vec<&str> = (lp.inputs.group_sides().into_iter())
+        .map(|s| lp.inputs.topic(s))
+        .collect();
+    consumer.subscribe(&grouped)?;
     tracing::info!(
-        "consuming `{}` and `{}` ({} partitions each) as group `{}`, writing `{}` ({} partitions), {:?} (transactional id `{txn_id}`); Kafka properties passed through: {}",
-        lp.topics[0],
-        lp.topics[1],
-        topology.left_partitions,
+        "consuming `{}` and `{}` ({}) as group `{}`, writing `{}` ({} partitions), {:?} (transactional id `{txn_id}`); Kafka properties passed through: {}",
+        lp.inputs.topics[0],
+        lp.inputs.topics[1],
+        topology.describe(cfg),
         cfg.kafka.application_id,
         output_topic,
         topology.output_partitions,

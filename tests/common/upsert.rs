@@ -52,7 +52,10 @@ pub fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
 pub type Pair = (bool, String, String, i64);
 
 /// `n` records from number `from` on, alternating left rows `{id, k, v}` (ids below `ids`,
-/// join key `id % keys`) and right rows `{k, w}`; record i has timestamp `t0 + i`.
+/// join key `id % keys`) and right rows `{k, w}` (every key in turn, scattered); record i has
+/// timestamp `t0 + i`. Left records have even numbers, right ones odd: a right key taken from
+/// `i` itself would always be odd and left keys always even (with even `ids` and `keys`), and
+/// nothing would ever match.
 pub fn left_join_records(n: u64, from: u64, t0: i64, ids: u64, keys: u64) -> Vec<Pair> {
     (from..from + n)
         .map(|i| {
@@ -61,7 +64,7 @@ pub fn left_join_records(n: u64, from: u64, t0: i64, ids: u64, keys: u64) -> Vec
                 let id = (i * 7_919) % ids;
                 left_row(id, id % keys, i, ts)
             } else {
-                right_row((i * 104_729) % keys, i, ts)
+                right_row(((i / 2) * 104_729) % keys, i, ts)
             }
         })
         .collect()

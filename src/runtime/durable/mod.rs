@@ -1,9 +1,10 @@
 //! The durability protocol (SPEC §7): join state, input offsets and changelog topics, owned
 //! here and nowhere else.
 //!
-//! **Invariant.** Every partition's state — in RocksDB and in the changelog topics — always
-//! corresponds exactly to an input position: the next offset of both of its input partitions,
-//! stored in the state itself. No input record's effect is ever applied twice or lost, whatever
+//! **Invariant.** Every task's state — in RocksDB and in the changelog topics — always
+//! corresponds exactly to an input position: the next offset of each of its input streams
+//! (both topics' partition of the task, or with a broadcast side every partition of that topic:
+//! `streams`), stored in the state itself. No input record's effect is ever applied twice or lost, whatever
 //! crashed when.
 //!
 //! How it holds. Processing runs in checkpoints (`SIDEJOIN_COMMIT_INTERVAL`). Closing one
@@ -50,6 +51,7 @@ use crate::pipeline::Offsets;
 
 use super::output::Output;
 use super::processor::Processor;
+use super::streams::{Inputs, Stream};
 use super::RunError;
 
 /// How long one transactional call may block before it is retried (a broker outage).
@@ -85,13 +87,13 @@ pub struct Protocol {
     txn: Arc<BaseProducer<Deliveries>>,
     /// The changelog topic of each side; `None` when the state is volatile.
     changelog: Option<[String; 2]>,
-    topics: [String; 2],
+    inputs: Inputs,
     /// The number outputs are sent under now.
     epoch: u64,
-    /// `(side, partition)` → the next offset to consume, over everything processed.
-    positions: FxHashMap<(Side, Partition), i64>,
+    /// Each stream's next offset to consume, over everything processed.
+    positions: FxHashMap<Stream, i64>,
     /// The positions last written into the state.
-    written: FxHashMap<(Side, Partition), i64>,
+    written: FxHashMap<Stream, i64>,
     in_txn: bool,
     fault: Fault,
     /// What `Fault::OffsetsLate` writes: the previous checkpoint's positions.
@@ -126,7 +128,7 @@ impl Protocol {
         guarantee: Guarantee,
         txn: Arc<BaseProducer<Deliveries>>,
         changelog: Option<[String; 2]>,
-        topics: [String; 2],
+        inputs: Inputs,
         fault: Fault,
         metrics: &WorkerMetrics,
         shutdown: &CancellationToken,
@@ -135,7 +137,7 @@ impl Protocol {
             guarantee,
             txn,
             changelog,
-            topics,
+            inputs,
             epoch: 1,
             positions: FxHashMap::default(),
             written: FxHashMap::default(),
@@ -178,32 +180,42 @@ impl Protocol {
         self.epoch
     }
 
-    /// The record at `offset` is fully handled: the open checkpoint covers it.
+    /// The record at `offset` of `stream` is fully handled: the open checkpoint covers it.
     #[inline]
-    pub fn consumed(&mut self, side: Side, partition: Partition, offset: i64) {
-        self.positions.insert((side, partition), offset + 1);
+    pub fn consumed(&mut self, stream: Stream, offset: i64) {
+        self.positions.insert(stream, offset + 1);
     }
 
-    /// The next offset to consume of `(side, partition)`, if known.
-    pub fn position(&self, side: Side, partition: Partition) -> Option<i64> {
-        self.positions.get(&(side, partition)).copied()
+    /// The next offset to consume of `stream`, if known.
+    pub fn position(&self, stream: Stream) -> Option<i64> {
+        self.positions.get(&stream).copied()
     }
 
-    /// A partition restored from state that reflects input up to `next` (exclusive).
-    pub fn restored(&mut self, side: Side, partition: Partition, next: i64) {
-        self.positions.insert((side, partition), next);
-        self.written.insert((side, partition), next);
+    /// A task restored from state that reflects `stream` up to `next` (exclusive).
+    pub fn restored(&mut self, stream: Stream, next: i64) {
+        self.positions.insert(stream, next);
+        self.written.insert(stream, next);
     }
 
-    /// Forgets partitions no longer owned.
+    /// Forgets tasks no longer owned.
     pub fn forget(&mut self, gone: &[Partition]) {
-        self.positions.retain(|(_, p), _| !gone.contains(p));
-        self.written.retain(|(_, p), _| !gone.contains(p));
+        self.positions.retain(|s, _| !gone.contains(&s.task));
+        self.written.retain(|s, _| !gone.contains(&s.task));
     }
 
-    fn offsets(&self, of: &FxHashMap<(Side, Partition), i64>) -> Offsets {
+    /// Positions as the state stores them: `(item, task)` → next offset (`Inputs::item`).
+    fn offsets(&self, of: &FxHashMap<Stream, i64>) -> Offsets {
         of.iter()
-            .map(|((side, p), o)| ((self.topics[side.index()].clone(), *p), *o))
+            .map(|(s, o)| ((self.inputs.item(s), s.task), *o))
+            .collect()
+    }
+
+    /// Positions as the group commits them: `(topic, partition)` → next offset, of the sides
+    /// consumed through the group (a broadcast side's positions live in the state only).
+    fn group_offsets(&self) -> Offsets {
+        (self.positions.iter())
+            .filter(|(s, _)| self.inputs.grouped(s.side))
+            .map(|(s, o)| ((self.inputs.topic(s.side).to_owned(), s.source), *o))
             .collect()
     }
 
@@ -220,7 +232,7 @@ impl Protocol {
         let metrics = self.metrics.clone();
         self.begin()?;
         // 1. Positions that moved, and the state's net change, into the transaction.
-        let moved: FxHashMap<(Side, Partition), i64> = (self.positions.iter())
+        let moved: FxHashMap<Stream, i64> = (self.positions.iter())
             .filter(|(k, o)| self.written.get(k) != Some(o))
             .map(|(k, o)| (*k, *o))
             .collect();
@@ -271,7 +283,7 @@ impl Protocol {
             return Err(RunError::Delivery(e));
         }
         // 3. The input offsets of every partition into the transaction; commit.
-        let all = self.offsets(&self.positions);
+        let all = self.group_offsets();
         if !all.is_empty() {
             let mut tpl = TopicPartitionList::new();
             for ((topic, p), o) in &all {

@@ -30,6 +30,7 @@ use crate::metrics::WorkerMetrics;
 
 use super::{position_name, Protocol};
 use crate::runtime::processor::Processor;
+use crate::runtime::streams::{Inputs, Stream};
 use crate::runtime::RunError;
 
 const WATERMARKS: Duration = Duration::from_secs(10);
@@ -44,8 +45,9 @@ pub struct Restorer {
     consumer: BaseConsumer<RestoreContext>,
 }
 
-/// A restored partition and the next input offset (left, right) its state reflects.
-pub type Position = (Partition, [Option<i64>; 2]);
+/// A restored task and the next offset of each of its streams its state reflects (`None`: it
+/// records none).
+pub type Position = (Partition, Vec<(Stream, Option<i64>)>);
 
 /// What one restore did.
 #[derive(Debug, Default)]
@@ -66,7 +68,7 @@ impl Restorer {
         processor: &mut dyn Processor,
         protocol: &mut Protocol,
         partitions: &[Partition],
-        topics: &[String; 2],
+        inputs: &Inputs,
         metrics: &WorkerMetrics,
         shutdown: &CancellationToken,
     ) -> Result<(Vec<Position>, Restored), RunError> {
@@ -86,9 +88,11 @@ impl Restorer {
                 let local = Side::BOTH.map(|s| store.local(p, position_name(s)));
                 let mut meta = Vec::new();
                 layout::meta_group(&mut meta, p);
-                let has_state = topics
-                    .iter()
-                    .any(|t| store.get(&meta, &layout::offset_item(t)).is_some());
+                let has_state = inputs.streams(p).iter().any(|s| {
+                    store
+                        .get(&meta, &layout::offset_item(&inputs.item(s)))
+                        .is_some()
+                });
                 let prefix = local
                     .iter()
                     .zip(&marks)
@@ -130,13 +134,15 @@ impl Restorer {
                 )?;
             }
         }
-        let names = [topics[0].as_str(), topics[1].as_str()];
         let now = crate::runtime::now_ms();
         let positions = partitions
             .iter()
             .map(|&p| {
+                let streams = inputs.streams(p);
+                let items: Vec<String> = streams.iter().map(|s| inputs.item(s)).collect();
+                let names: Vec<&str> = items.iter().map(String::as_str).collect();
                 let offsets = processor.restore(p, &names, now);
-                (p, [offsets[0], offsets[1]])
+                (p, streams.into_iter().zip(offsets).collect())
             })
             .collect();
         done.seconds = started.elapsed().as_secs_f64();

@@ -1,0 +1,139 @@
+//! `SIDEJOIN_BROADCAST` on the real broker (SPEC §6): a big left topic of 6 partitions joined
+//! with a small right topic of 1 — not co-partitioned, refused without broadcast — by 3
+//! instances: one takes everything, two join (tasks move with their state, the broadcast side
+//! included), one is killed -9 in the middle of more input and restarted, then all input is
+//! consumed. Both sides get updates (left rows by id, right rows by k). The output folded as an
+//! upsert table equals `sidejoin replay` of the same input.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::kafka::{self, Sidejoin};
+use common::kills::{self, WAIT};
+use common::upsert::{self, Pair};
+
+/// Instance `i`'s variables: its own state directory, as pods have their own volumes.
+fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
+    let mut env = env.to_vec();
+    let dir: PathBuf = kills::state_dir(&env).join(format!("instance-{i}"));
+    env.push((
+        "SIDEJOIN_STATE_DIR".into(),
+        dir.to_string_lossy().into_owned(),
+    ));
+    env
+}
+
+/// Waits until the group has committed every offset of the (grouped) left topic: `n` records.
+fn wait_left_consumed(app: &str, left: &str, n: i64, what: &str, running: &[&Sidejoin]) {
+    let deadline = Instant::now() + WAIT;
+    while kills::consumed(app, &[left]) < n {
+        if Instant::now() >= deadline {
+            let logs: Vec<String> = running.iter().map(|s| s.logs()).collect();
+            panic!(
+                "{what}: {} of {n} left offsets consumed; logs:\n{}",
+                kills::consumed(app, &[left]),
+                logs.join("\n----\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn scenario(name: &str, join_type: &str, extra: &[(&str, &str)]) {
+    let (left, right, out) = kafka::join_topics(name, [6, 1, 3]);
+    let app = kafka::unique(&format!("{name}-app"));
+    let mut env = kafka::with(
+        kafka::base_env(&app, &left, &right, &out),
+        &upsert::left_join_env(),
+    );
+    env.retain(|(k, _)| k != "SIDEJOIN_JOIN_TYPE");
+    for (k, v) in [
+        ("SIDEJOIN_JOIN_TYPE", join_type),
+        ("SIDEJOIN_BROADCAST", "right"),
+        ("SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS", "6000"),
+    ]
+    .iter()
+    .chain(extra)
+    {
+        env.push((k.to_string(), v.to_string()));
+    }
+    let t0 = kafka::now_ms();
+    let mut all: Vec<Pair> = Vec::new();
+    let mut next = 0;
+    // Left rows: 3,000 ids over 500 join keys (updated as ids repeat); right rows: one per key,
+    // updated as keys repeat.
+    let mut more = |n: u64, all: &mut Vec<Pair>| {
+        let b = upsert::left_join_records(n, next, t0, 3_000, 500);
+        next += n;
+        upsert::produce_sides(&left, &right, &b);
+        all.extend(b);
+        all.iter().filter(|(l, ..)| *l).count() as i64
+    };
+    let lefts = more(12_000, &mut all);
+    let mut a = Sidejoin::start("run", &instance(&env, 0));
+    a.wait_ready(WAIT);
+    wait_left_consumed(&app, &left, lefts, "one instance", &[&a]);
+    let mut b = Sidejoin::start("run", &instance(&env, 1));
+    let mut c = Sidejoin::start("run", &instance(&env, 2));
+    b.wait_ready(WAIT);
+    c.wait_ready(WAIT);
+    let lefts = more(12_000, &mut all);
+    wait_left_consumed(&app, &left, lefts, "three instances", &[&a, &b, &c]);
+    // One killed in the middle of more input, then back.
+    more(12_000, &mut all);
+    c.wait_records_in(1, WAIT);
+    c.signal("KILL");
+    assert_eq!(c.wait(WAIT), -1);
+    let mut c = Sidejoin::start("run", &instance(&env, 2));
+    c.wait_ready(WAIT);
+    let lefts = more(6_000, &mut all);
+    wait_left_consumed(&app, &left, lefts, "after the kill", &[&a, &b, &c]);
+    let logs = [a.logs(), b.logs(), c.logs()].concat();
+    assert!(
+        logs.contains("right broadcast"),
+        "the topology is logged:\n{logs}"
+    );
+    assert!(
+        !logs.contains("not co-partitioned"),
+        "a broadcast join needs no co-partitioning:\n{logs}"
+    );
+    let want = upsert::replay_table(&env, &all);
+    upsert::wait_for_table(&out, &want, Instant::now() + WAIT);
+    drop((a, b, c));
+}
+
+#[test]
+fn broadcast_left_join_with_three_instances_and_a_kill_folds_to_replay() {
+    scenario("broadcast-left", "left", &[]);
+}
+
+#[test]
+fn broadcast_inner_join_exactly_once_with_three_instances_and_a_kill_folds_to_replay() {
+    scenario(
+        "broadcast-inner",
+        "inner",
+        &[("SIDEJOIN_PROCESSING_GUARANTEE", "exactly_once")],
+    );
+}
+
+#[test]
+fn unequal_partition_counts_without_broadcast_are_refused_naming_the_fix() {
+    let (left, right, out) = kafka::join_topics("broadcast-refused", [6, 1, 1]);
+    let app = kafka::unique("broadcast-refused-app");
+    let env = kafka::with(
+        kafka::base_env(&app, &left, &right, &out),
+        &upsert::left_join_env(),
+    );
+    let mut s = Sidejoin::start("run", &env);
+    assert_eq!(s.wait(WAIT), 2, "{}", s.logs());
+    let logs = s.logs();
+    assert!(
+        logs.contains(&format!(
+            "left topic `{left}` has 6 partitions but right topic `{right}` has 1"
+        )),
+        "{logs}"
+    );
+    assert!(logs.contains("set SIDEJOIN_BROADCAST=right"), "{logs}");
+}
