@@ -31,8 +31,9 @@ pub fn fix(cfg: &Config, side: Side) -> String {
     let (topic, other) = (cfg.join.topic(side), cfg.join.topic(side.other()));
     let key = cfg.join.side(side).key.join(",");
     format!(
-        "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or move the rows of \
-         one join key to one partition with SIDEJOIN_{}_HASH_BY once it is available (not in this version yet; README \"Running against Kafka\")",
+        "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or, if one side is a small \
+         table, broadcast it (SIDEJOIN_BROADCAST=left|right: no co-partitioning needed; README \"A small table joined \
+         to a big one\"); repartitioning with SIDEJOIN_{}_HASH_BY is not in this version yet",
         side.var()
     )
 }

@@ -78,6 +78,22 @@ impl Inputs {
         all
     }
 
+    /// Names of offsets only another topology stores (`SIDEJOIN_BROADCAST` set or not, or on
+    /// the other side): state holding one was written by a join whose tasks read other input.
+    pub fn foreign_items(&self) -> Vec<String> {
+        Side::BOTH
+            .into_iter()
+            .map(|side| {
+                let topic = self.topic(side);
+                if self.grouped(side) {
+                    format!("{topic}#0")
+                } else {
+                    topic.to_owned()
+                }
+            })
+            .collect()
+    }
+
     /// The name under which the task's state stores the stream's next offset.
     pub fn item(&self, s: &Stream) -> String {
         let topic = self.topic(s.side);
@@ -130,5 +146,7 @@ mod tests {
         assert_eq!(i.item(&s[2]), "users#1");
         assert_eq!(i.group_sides(), vec![Side::Left]);
         assert_eq!(i.side_of("users"), Some(Side::Right));
+        assert_eq!(i.foreign_items(), vec!["orders#0", "users"]);
+        assert_eq!(inputs(None).foreign_items(), vec!["orders#0", "users#0"]);
     }
 }

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::changelog::{Partition, Side};
 use crate::engine::layout;
+use crate::kafka::admin::StartupError;
 use crate::kafka::context::RestoreContext;
 use crate::metrics::WorkerMetrics;
 
@@ -132,6 +133,22 @@ impl Restorer {
                     metrics,
                     shutdown,
                 )?;
+            }
+        }
+        if let Some(store) = processor.store() {
+            for &p in partitions {
+                let mut meta = Vec::new();
+                layout::meta_group(&mut meta, p);
+                if let Some(item) = (inputs.foreign_items().into_iter())
+                    .find(|i| store.get(&meta, &layout::offset_item(i)).is_some())
+                {
+                    return Err(RunError::Startup(StartupError::Topics(format!(
+                        "the state of partition {p} was written by a join whose tasks read other input (it records \
+                         offsets of `{item}`): SIDEJOIN_BROADCAST changed under the same SIDEJOIN_APPLICATION_ID; a \
+                         changed topology needs a new SIDEJOIN_APPLICATION_ID (a new group, new changelog topics, \
+                         state rebuilt from the inputs), as in Kafka Streams"
+                    ))));
+                }
             }
         }
         let now = crate::runtime::now_ms();
