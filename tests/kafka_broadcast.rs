@@ -42,13 +42,18 @@ fn wait_left_consumed(app: &str, left: &str, n: i64, what: &str, running: &[&Sid
     }
 }
 
-/// Runs the instances over the input; returns the variables, the output topic and the input.
-fn scenario(
-    name: &str,
-    join_type: &str,
-    right_partitions: i32,
-    extra: &[(&str, &str)],
-) -> (Vec<(String, String)>, String, Vec<Pair>) {
+/// What a scenario leaves: the variables, the output topic, the input, and the instances,
+/// still running (the group's offsets are the left side's only: the last broadcast records may
+/// still be on their way when the left side is all consumed).
+struct Ran {
+    env: Vec<(String, String)>,
+    out: String,
+    all: Vec<Pair>,
+    _running: Vec<Sidejoin>,
+}
+
+/// Runs the instances over the input.
+fn scenario(name: &str, join_type: &str, right_partitions: i32, extra: &[(&str, &str)]) -> Ran {
     let (left, right, out) = kafka::join_topics(name, [6, right_partitions, 3]);
     let app = kafka::unique(&format!("{name}-app"));
     let mut env = kafka::with(
@@ -108,15 +113,19 @@ fn scenario(
         !logs.contains("not co-partitioned"),
         "a broadcast join needs no co-partitioning:\n{logs}"
     );
-    drop((a, b, c));
-    (env, out, all)
+    Ran {
+        env,
+        out,
+        all,
+        _running: vec![a, b, c],
+    }
 }
 
 /// The scenario's output folded as an upsert table equals replay's.
 fn folds_to_replay(name: &str, join_type: &str, extra: &[(&str, &str)]) {
-    let (env, out, all) = scenario(name, join_type, 1, extra);
-    let want = upsert::replay_table(&env, &all);
-    upsert::wait_for_table(&out, &want, Instant::now() + WAIT);
+    let ran = scenario(name, join_type, 1, extra);
+    let want = upsert::replay_table(&ran.env, &ran.all);
+    upsert::wait_for_table(&ran.out, &want, Instant::now() + WAIT);
 }
 
 #[test]
@@ -139,7 +148,7 @@ fn broadcast_inner_join_exactly_once_with_three_instances_and_a_kill_folds_to_re
 /// materialised equals replay's, with no change twice.
 #[test]
 fn a_multiset_broadcast_topic_of_three_partitions_exactly_once_materialises_to_replay() {
-    let (env, out, all) = scenario(
+    let ran = scenario(
         "broadcast-three",
         "left",
         3,
@@ -149,8 +158,7 @@ fn a_multiset_broadcast_topic_of_three_partitions_exactly_once_materialises_to_r
             ("SIDEJOIN_RIGHT_PRIMARY_KEY", ""),
         ],
     );
-    let lines: Vec<String> = all
-        .iter()
+    let lines: Vec<String> = (ran.all.iter())
         .map(|(l, _, v, ts)| {
             let value: Value = serde_json::from_str(v).unwrap();
             let side = if *l { "left" } else { "right" };
@@ -158,16 +166,15 @@ fn a_multiset_broadcast_topic_of_three_partitions_exactly_once_materialises_to_r
                 .to_string()
         })
         .collect();
-    let want_values: Vec<Value> = upsert::replay_records(&env, &lines)
+    let want_values: Vec<Value> = upsert::replay_records(&ran.env, &lines)
         .into_iter()
         .map(|(_, v)| v)
         .collect();
     let want = upsert::materialize(&want_values);
-    // The group's offsets are the left side's only: the last broadcast records may still be
-    // on their way when the left side is all consumed, so read until the output is complete.
+    // The last broadcast records may still be on their way: read until the output is complete.
     let deadline = Instant::now() + WAIT;
     loop {
-        let got_values: Vec<Value> = kafka::read_to_end(&out, Duration::from_secs(60))
+        let got_values: Vec<Value> = kafka::read_to_end(&ran.out, Duration::from_secs(60))
             .iter()
             .map(|r| r.value_json())
             .collect();

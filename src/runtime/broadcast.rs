@@ -11,14 +11,17 @@
 //! is handed to a task only from that task's position on, so every task sees each record of the
 //! broadcast topic exactly once after the input position its state reflects.
 //!
-//! Records go into the merge (`input`) under each task's lane: against the other side they are
-//! ordered by timestamp like any co-partitioned pair. Across the broadcast topic's own
-//! partitions they come in arrival order (a one-partition broadcast topic is fully ordered).
+//! Records are handed out in timestamp order across the broadcast topic's partitions (the
+//! merge's rule, n-ary: the smallest head goes once every other partition has a head, is at its
+//! end, or has been silent for `SIDEJOIN_MAX_TASK_IDLE`), then go into the merge (`input`) under
+//! each task's lane, where they are ordered by timestamp against the task's partition of the
+//! other side like any co-partitioned pair. So a replay after a crash hands them out in the
+//! same order.
 //!
 //! What it does not do: commit (positions go into the task's state with its checkpoint),
 //! decide what a record does, or join the group.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -29,9 +32,10 @@ use crate::changelog::{Partition, Side};
 use crate::kafka::context::BroadcastContext;
 
 use super::input::{self, Input, PER_QUEUE};
+use super::merge::Buffered;
 use super::streams::Stream;
 
-/// Most records taken from the broadcast consumer per `fill`.
+/// Most records fetched from the broadcast consumer and not yet handed to the tasks.
 const FILL: usize = 4_096;
 
 pub struct Broadcast {
@@ -41,8 +45,31 @@ pub struct Broadcast {
     partitions: i32,
     /// Task → the next offset of each broadcast partition it is to be handed.
     next: BTreeMap<Partition, Vec<i64>>,
-    /// Per broadcast partition: its end was reported and no record came since.
-    at_end: Vec<bool>,
+    /// Per broadcast partition, by number.
+    parts: Vec<Part>,
+    /// Records waiting in `parts`.
+    waiting: usize,
+    max_idle_ms: i64,
+}
+
+/// One partition of the broadcast topic: records fetched and not handed out yet.
+struct Part {
+    /// Records with the time they were fetched, in offset order.
+    queue: VecDeque<(Buffered, i64)>,
+    /// Its end was reported and no record came since.
+    at_end: bool,
+    /// When `queue` last became empty (or the partition was assigned).
+    empty_since: i64,
+}
+
+impl Part {
+    fn new(now: i64) -> Self {
+        Part {
+            queue: VecDeque::new(),
+            at_end: false,
+            empty_since: now,
+        }
+    }
 }
 
 impl Broadcast {
@@ -51,6 +78,7 @@ impl Broadcast {
         side: Side,
         topic: &str,
         partitions: i32,
+        max_idle_ms: i64,
     ) -> Self {
         Broadcast {
             consumer,
@@ -58,7 +86,9 @@ impl Broadcast {
             topic: topic.to_owned(),
             partitions,
             next: BTreeMap::new(),
-            at_end: vec![false; partitions as usize],
+            parts: Vec::new(),
+            waiting: 0,
+            max_idle_ms,
         }
     }
 
@@ -68,9 +98,11 @@ impl Broadcast {
         &mut self,
         tasks: &[Partition],
         position: impl Fn(Stream) -> Option<i64>,
+        now: i64,
     ) -> Result<(), KafkaError> {
         self.next.clear();
-        self.at_end = vec![false; self.partitions as usize];
+        self.parts = (0..self.partitions).map(|_| Part::new(now)).collect();
+        self.waiting = 0;
         if tasks.is_empty() {
             return self.consumer.unassign();
         }
@@ -107,46 +139,30 @@ impl Broadcast {
     /// Forgets every task (before an unassign or a new assignment).
     pub fn clear(&mut self) -> Result<(), KafkaError> {
         self.next.clear();
+        self.parts.clear();
+        self.waiting = 0;
         self.consumer.unassign()
     }
 
-    /// Hands what the consumer holds to the tasks' lanes in `input`, while every task has room;
-    /// returns how many records it handed.
+    /// Fetches what the consumer holds (at most `FILL` records wait here), then hands records
+    /// to the tasks' lanes in `input` in timestamp order across the broadcast partitions, while
+    /// every task has room; returns how many records it handed.
     pub fn fill(&mut self, input: &mut Input, now: i64) -> usize {
-        let mut n = 0;
-        for _ in 0..FILL {
-            let full = self
-                .next
-                .keys()
-                .any(|t| input.buffered(self.side, *t) >= PER_QUEUE);
-            if full || self.next.is_empty() {
-                break;
-            }
+        if self.next.is_empty() {
+            return 0;
+        }
+        while self.waiting < FILL {
             match self.consumer.poll(Duration::ZERO) {
                 Some(Ok(msg)) => {
-                    let b = rdkafka::Message::partition(&msg);
-                    let offset = rdkafka::Message::offset(&msg);
-                    self.at_end[b as usize] = false;
-                    let rec = input::copy(&msg, self.side, now);
-                    for (task, next) in &mut self.next {
-                        let next = &mut next[b as usize];
-                        if offset >= *next {
-                            *next = offset + 1;
-                            let mut r = rec.clone();
-                            r.partition = *task;
-                            input.push(r, now);
-                            n += 1;
-                        }
-                    }
+                    let part = &mut self.parts[rdkafka::Message::partition(&msg) as usize];
+                    part.queue
+                        .push_back((input::copy(&msg, self.side, now), now));
+                    part.at_end = false;
+                    self.waiting += 1;
                 }
                 Some(Err(KafkaError::PartitionEOF(b))) => {
-                    if let Some(end) = self.at_end.get_mut(b as usize) {
-                        *end = true;
-                    }
-                    if self.at_end.iter().all(|e| *e) {
-                        for task in self.next.keys() {
-                            input.caught_up(self.side, *task, now);
-                        }
+                    if let Some(part) = self.parts.get_mut(b as usize) {
+                        part.at_end = true;
                     }
                 }
                 Some(Err(e)) => {
@@ -156,6 +172,49 @@ impl Broadcast {
                 None => break,
             }
         }
+        let mut n = 0;
+        while !(self.next.keys()).any(|t| input.buffered(self.side, *t) >= PER_QUEUE) {
+            let Some(b) = self.next_part(now) else {
+                break;
+            };
+            let part = &mut self.parts[b];
+            let (rec, _) = part.queue.pop_front().expect("next_part has a head");
+            if part.queue.is_empty() {
+                part.empty_since = now;
+            }
+            self.waiting -= 1;
+            for (task, next) in &mut self.next {
+                let next = &mut next[b];
+                if rec.offset >= *next {
+                    *next = rec.offset + 1;
+                    let mut r = rec.clone();
+                    r.partition = *task;
+                    input.push(r, now);
+                    n += 1;
+                }
+            }
+        }
+        if self.waiting == 0 && self.parts.iter().all(|p| p.at_end) {
+            for task in self.next.keys() {
+                input.caught_up(self.side, *task, now);
+            }
+        }
         n
+    }
+
+    /// The partition whose head goes next: the smallest timestamp (on a tie, the lowest
+    /// partition), if every other partition has a head too, is at its end, or has been silent
+    /// for `SIDEJOIN_MAX_TASK_IDLE` since the head was fetched (as the merge of two sides).
+    fn next_part(&self, now: i64) -> Option<usize> {
+        let (b, _, fetched_at) = (self.parts.iter().enumerate())
+            .filter_map(|(b, p)| p.queue.front().map(|(r, at)| (b, r.timestamp, *at)))
+            .min_by_key(|(b, ts, _)| (*ts, *b))?;
+        let may = self.parts.iter().enumerate().all(|(i, p)| {
+            i == b
+                || !p.queue.is_empty()
+                || p.at_end
+                || now.saturating_sub(fetched_at.max(p.empty_since)) >= self.max_idle_ms
+        });
+        may.then_some(b)
     }
 }

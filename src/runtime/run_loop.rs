@@ -266,7 +266,7 @@ impl Loop<'_> {
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
         if let Some(b) = &mut self.broadcast {
             let protocol = &self.protocol;
-            b.assign(&parts, |s| protocol.position(s))?;
+            b.assign(&parts, |s| protocol.position(s), now_ms())?;
         }
         self.processor.assigned(&parts, now_ms());
         self.metrics.set_ready(true);
@@ -619,6 +619,7 @@ pub fn run_blocking(
             side,
             inputs.topic(side),
             n,
+            cfg.kafka.max_task_idle_ms,
         )),
         None => None,
     };
