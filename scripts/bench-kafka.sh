@@ -8,6 +8,8 @@
 #   run             the same with RocksDB state (SIDEJOIN_STATE_DIR), at least once
 #   run-eos         the same, SIDEJOIN_PROCESSING_GUARANTEE=exactly_once (output in the
 #                   checkpoint transactions, every SIDEJOIN_COMMIT_INTERVAL, 100 ms by default)
+#   run-broadcast   `run` with SIDEJOIN_BROADCAST=right (not in the default set): every task
+#                   reads all of `right` into its own state (PARTITIONS copies of the right side)
 #   flink-rocksdb   the same join as Flink 2.2 SQL (scripts/flink/SidejoinFlinkJoin.java) at
 #                   parallelism 1 in one JVM, upsert-kafka in and out, RocksDB state backend
 #   flink-heap      the same with the hashmap (heap) state backend
@@ -46,8 +48,8 @@ FLINK_CONSUMER_PROPS="${FLINK_CONSUMER_PROPS-}"
 FLINK_LOG_LEVEL="${FLINK_LOG_LEVEL:-INFO}"
 for mode in $MODES; do
   case "$mode" in
-    passthrough | run-in-memory | run | run-eos | flink-rocksdb | flink-heap) ;;
-    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run run-eos flink-rocksdb flink-heap)" >&2; exit 2 ;;
+    passthrough | run-in-memory | run | run-eos | run-broadcast | flink-rocksdb | flink-heap) ;;
+    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run run-eos run-broadcast flink-rocksdb flink-heap)" >&2; exit 2 ;;
   esac
 done
 say() { printf 'bench-kafka.sh: %s\n' "$*" >&2; }
@@ -168,10 +170,11 @@ measure() {
         flink.metrics.fetcher.update-interval=1000 "${props[@]}" >"$log" 2>&1 &
       ;;
     *)
-      local command=$mode guarantee=at_least_once
+      local command=$mode guarantee=at_least_once extra=()
       [ "$mode" = run-eos ] && command=run guarantee=exactly_once
+      [ "$mode" = run-broadcast ] && command=run extra=(SIDEJOIN_BROADCAST=right)
       start_sidejoin "$command" "$mode" "$out" "$dir/state-$mode" "$log" \
-        SIDEJOIN_PROCESSING_GUARANTEE=$guarantee
+        SIDEJOIN_PROCESSING_GUARANTEE=$guarantee "${extra[@]}"
       ;;
   esac
   pid=$!

@@ -24,6 +24,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
@@ -35,11 +38,17 @@ use super::input::{self, Input, PER_QUEUE};
 use super::merge::Buffered;
 use super::streams::Stream;
 
-/// Most records fetched from the broadcast consumer and not yet handed to the tasks.
-const FILL: usize = 4_096;
+/// Most records fetched from one broadcast partition and not yet handed to the tasks. Each
+/// partition has its own librdkafka queue (as the group's partitions in `input`), so one
+/// partition's big fetches never keep another's records from the timestamp merge.
+const PER_PART: usize = 2_048;
+
+/// Most records taken from the consumer's own queue per `fill` (callbacks, and records of a
+/// partition whose fetch started before its queue was split; see `input`).
+const STRAY: usize = 1_024;
 
 pub struct Broadcast {
-    consumer: BaseConsumer<BroadcastContext>,
+    consumer: Arc<BaseConsumer<BroadcastContext>>,
     side: Side,
     topic: String,
     partitions: i32,
@@ -54,6 +63,8 @@ pub struct Broadcast {
 
 /// One partition of the broadcast topic: records fetched and not handed out yet.
 struct Part {
+    /// Its own librdkafka queue (split when assigned).
+    source: Option<PartitionQueue<BroadcastContext>>,
     /// Records with the time they were fetched, in offset order.
     queue: VecDeque<(Buffered, i64)>,
     /// Its end was reported and no record came since.
@@ -65,6 +76,7 @@ struct Part {
 impl Part {
     fn new(now: i64) -> Self {
         Part {
+            source: None,
             queue: VecDeque::new(),
             at_end: false,
             empty_since: now,
@@ -81,7 +93,7 @@ impl Broadcast {
         max_idle_ms: i64,
     ) -> Self {
         Broadcast {
-            consumer,
+            consumer: Arc::new(consumer),
             side,
             topic: topic.to_owned(),
             partitions,
@@ -133,7 +145,11 @@ impl Broadcast {
             self.topic,
             self.partitions
         );
-        self.consumer.assign(&tpl)
+        self.consumer.assign(&tpl)?;
+        for (b, part) in self.parts.iter_mut().enumerate() {
+            part.source = self.consumer.split_partition_queue(&self.topic, b as i32);
+        }
+        Ok(())
     }
 
     /// Forgets every task (before an unassign or a new assignment).
@@ -144,21 +160,25 @@ impl Broadcast {
         self.consumer.unassign()
     }
 
-    /// Fetches what the consumer holds (at most `FILL` records wait here), then hands records
+    /// Fetches what the partitions' queues hold (at most `PER_PART` records wait per partition), then hands records
     /// to the tasks' lanes in `input` in timestamp order across the broadcast partitions, while
     /// every task has room; returns how many records it handed.
     pub fn fill(&mut self, input: &mut Input, now: i64) -> usize {
         if self.next.is_empty() {
             return 0;
         }
-        while self.waiting < FILL {
+        for _ in 0..STRAY {
             match self.consumer.poll(Duration::ZERO) {
                 Some(Ok(msg)) => {
-                    let part = &mut self.parts[rdkafka::Message::partition(&msg) as usize];
-                    part.queue
-                        .push_back((input::copy(&msg, self.side, now), now));
+                    let b = rdkafka::Message::partition(&msg);
+                    let rec = input::copy(&msg, self.side, now);
+                    drop(msg);
+                    let part = &mut self.parts[b as usize];
+                    part.queue.push_back((rec, now));
                     part.at_end = false;
                     self.waiting += 1;
+                    // Its next records go to its own queue.
+                    part.source = self.consumer.split_partition_queue(&self.topic, b);
                 }
                 Some(Err(KafkaError::PartitionEOF(b))) => {
                     if let Some(part) = self.parts.get_mut(b as usize) {
@@ -170,6 +190,27 @@ impl Broadcast {
                     break;
                 }
                 None => break,
+            }
+        }
+        for part in &mut self.parts {
+            let Some(queue) = &part.source else {
+                continue;
+            };
+            while part.queue.len() < PER_PART {
+                match queue.poll(Duration::ZERO) {
+                    Some(Ok(msg)) => {
+                        part.queue
+                            .push_back((input::copy(&msg, self.side, now), now));
+                        part.at_end = false;
+                        self.waiting += 1;
+                    }
+                    Some(Err(KafkaError::PartitionEOF(_))) => part.at_end = true,
+                    Some(Err(e)) => {
+                        tracing::warn!("consume error on broadcast topic `{}`: {e}", self.topic);
+                        break;
+                    }
+                    None => break,
+                }
             }
         }
         let mut n = 0;
