@@ -269,6 +269,28 @@ fn broadcast_rules() {
         true,
     );
     assert_names(&e, &["SIDEJOIN_BROADCAST=\"right\"", "full join"]);
+    // `run` refuses it the same way, before connecting: the small table on the right of a
+    // RIGHT JOIN is its preserved side.
+    let e = config_error(
+        "run",
+        &[
+            ("SIDEJOIN_BROADCAST", "right"),
+            ("SIDEJOIN_JOIN_TYPE", "right"),
+            ("SIDEJOIN_BOOTSTRAP_SERVERS", "localhost:1"),
+            ("SIDEJOIN_LEFT_TOPIC", "facts"),
+            ("SIDEJOIN_RIGHT_TOPIC", "dims"),
+            ("SIDEJOIN_OUTPUT_TOPIC", "out"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_BROADCAST=\"right\"",
+            "preserved side",
+            "broadcast the other side",
+        ],
+    );
 }
 
 #[test]

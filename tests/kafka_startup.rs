@@ -249,3 +249,29 @@ fn check_prints_the_plan_and_the_topics() {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
 }
+
+#[test]
+fn check_prints_the_broadcast_topology() {
+    let (left, right, out) = kafka::join_topics("chk-bc", [4, 1, 1]);
+    let mut env = join_env("chk-bc", &left, &right, &out);
+    env.push(("SIDEJOIN_JOIN_TYPE".into(), "left".into()));
+    env.push(("SIDEJOIN_BROADCAST".into(), "right".into()));
+    let out_cmd = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
+        .arg("check")
+        .env_clear()
+        .envs(env)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out_cmd.stdout);
+    assert!(
+        out_cmd.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out_cmd.stderr)
+    );
+    for needle in [
+        "topology: right broadcast (SIDEJOIN_BROADCAST)",
+        "topics: left 4 partitions, right 1 partitions (right broadcast: every worker reads all 1 of its partitions for each of the 4 tasks of the left side)",
+    ] {
+        assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+}
