@@ -7,40 +7,11 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::kafka::{self, Sidejoin};
 use common::kills::{self, WAIT};
 use common::upsert::{self, Pair};
-use serde_json::Value;
-
-/// Instance `i`'s variables: its own state directory, as pods have their own volumes.
-fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
-    let mut env = env.to_vec();
-    let dir: PathBuf = kills::state_dir(&env).join(format!("instance-{i}"));
-    env.push((
-        "SIDEJOIN_STATE_DIR".into(),
-        dir.to_string_lossy().into_owned(),
-    ));
-    env
-}
-
-/// Waits until the group has committed every offset of the (grouped) left topic: `n` records.
-fn wait_left_consumed(app: &str, left: &str, n: i64, what: &str, running: &[&Sidejoin]) {
-    let deadline = Instant::now() + WAIT;
-    while kills::consumed(app, &[left]) < n {
-        if Instant::now() >= deadline {
-            let logs: Vec<String> = running.iter().map(|s| s.logs()).collect();
-            panic!(
-                "{what}: {} of {n} left offsets consumed; logs:\n{}",
-                kills::consumed(app, &[left]),
-                logs.join("\n----\n")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// What a scenario leaves: the variables, the output topic, the input, and the instances,
 /// still running (the group's offsets are the left side's only: the last broadcast records may
@@ -86,24 +57,24 @@ fn scenario(name: &str, join_type: &str, right_partitions: i32, extra: &[(&str, 
         all.iter().filter(|(l, ..)| *l).count() as i64
     };
     let lefts = more(12_000, &mut all);
-    let mut a = Sidejoin::start("run", &instance(&env, 0));
+    let mut a = Sidejoin::start("run", &kills::instance(&env, 0));
     a.wait_ready(WAIT);
-    wait_left_consumed(&app, &left, lefts, "one instance", &[&a]);
-    let mut b = Sidejoin::start("run", &instance(&env, 1));
-    let mut c = Sidejoin::start("run", &instance(&env, 2));
+    kills::wait_consumed(&app, &[&left], lefts, "one instance", &[&a]);
+    let mut b = Sidejoin::start("run", &kills::instance(&env, 1));
+    let mut c = Sidejoin::start("run", &kills::instance(&env, 2));
     b.wait_ready(WAIT);
     c.wait_ready(WAIT);
     let lefts = more(12_000, &mut all);
-    wait_left_consumed(&app, &left, lefts, "three instances", &[&a, &b, &c]);
+    kills::wait_consumed(&app, &[&left], lefts, "three instances", &[&a, &b, &c]);
     // One killed in the middle of more input, then back.
     more(12_000, &mut all);
     c.wait_records_in(1, WAIT);
     c.signal("KILL");
     assert_eq!(c.wait(WAIT), -1);
-    let mut c = Sidejoin::start("run", &instance(&env, 2));
+    let mut c = Sidejoin::start("run", &kills::instance(&env, 2));
     c.wait_ready(WAIT);
     let lefts = more(6_000, &mut all);
-    wait_left_consumed(&app, &left, lefts, "after the kill", &[&a, &b, &c]);
+    kills::wait_consumed(&app, &[&left], lefts, "after the kill", &[&a, &b, &c]);
     let logs = [a.logs(), b.logs(), c.logs()].concat();
     assert!(
         logs.contains("right broadcast"),
@@ -158,28 +129,12 @@ fn a_multiset_broadcast_topic_of_three_partitions_exactly_once_materialises_to_r
             ("SIDEJOIN_RIGHT_PRIMARY_KEY", ""),
         ],
     );
-    let lines: Vec<String> = (ran.all.iter())
-        .map(|(l, _, v, ts)| {
-            let value: Value = serde_json::from_str(v).unwrap();
-            let side = if *l { "left" } else { "right" };
-            serde_json::json!({"side": side, "key": null, "value": value, "timestamp": ts})
-                .to_string()
-        })
-        .collect();
-    let want_values: Vec<Value> = upsert::replay_records(&ran.env, &lines)
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
-    let want = upsert::materialize(&want_values);
+    let want = upsert::replay_materialised(&ran.env, &ran.all);
     // The last broadcast records may still be on their way: read until the output is complete.
     let deadline = Instant::now() + WAIT;
     loop {
-        let got_values: Vec<Value> = kafka::read_to_end(&ran.out, Duration::from_secs(60))
-            .iter()
-            .map(|r| r.value_json())
-            .collect();
-        // `materialize` fails on a retraction of a row that is not there (a change twice).
-        let got = upsert::materialize(&got_values);
+        // `materialised` fails on a retraction of a row that is not there (a change twice).
+        let got = upsert::materialised(&ran.out);
         if got == want {
             break;
         }

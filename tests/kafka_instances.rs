@@ -9,40 +9,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::kafka::{self, Sidejoin};
 use common::kills::{self, WAIT};
 use common::upsert::{self, Pair as In};
-use serde_json::Value;
-
-/// Instance `i`'s variables: its own state directory.
-fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
-    let mut env = env.to_vec();
-    let dir: PathBuf = kills::state_dir(&env).join(format!("instance-{i}"));
-    env.push((
-        "SIDEJOIN_STATE_DIR".into(),
-        dir.to_string_lossy().into_owned(),
-    ));
-    env
-}
-
-/// Waits until the group has committed `n` input offsets.
-fn wait_consumed(app: &str, topics: &[&str], n: i64, what: &str, running: &[&Sidejoin]) {
-    let deadline = Instant::now() + WAIT;
-    while kills::consumed(app, topics) < n {
-        if Instant::now() >= deadline {
-            let logs: Vec<String> = running.iter().map(|s| s.logs()).collect();
-            panic!(
-                "{what}: {} of {n} offsets consumed; logs:\n{}",
-                kills::consumed(app, topics),
-                logs.join("\n----\n")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// Runs the scenario with `extra` variables; returns the env, the output topic and every
 /// record produced.
@@ -73,16 +44,16 @@ fn scenario(name: &str, extra: &[(&str, &str)]) -> (Vec<(String, String)>, Strin
     };
     // One instance takes all six partitions.
     let total = more(40_000, &mut all);
-    let mut a = Sidejoin::start("run", &instance(&env, 0));
+    let mut a = Sidejoin::start("run", &kills::instance(&env, 0));
     a.wait_ready(WAIT);
-    wait_consumed(&app, &topics, total, "one instance", &[&a]);
+    kills::wait_consumed(&app, &topics, total, "one instance", &[&a]);
     // Two more join: partitions move to them with their state.
-    let mut b = Sidejoin::start("run", &instance(&env, 1));
-    let mut c = Sidejoin::start("run", &instance(&env, 2));
+    let mut b = Sidejoin::start("run", &kills::instance(&env, 1));
+    let mut c = Sidejoin::start("run", &kills::instance(&env, 2));
     b.wait_ready(WAIT);
     c.wait_ready(WAIT);
     let total = more(40_000, &mut all);
-    wait_consumed(&app, &topics, total, "three instances", &[&a, &b, &c]);
+    kills::wait_consumed(&app, &topics, total, "three instances", &[&a, &b, &c]);
     // One leaves cleanly, one is killed in the middle of more input, then comes back.
     b.signal("TERM");
     assert_eq!(b.wait(WAIT), 0, "SIGTERM: clean stop:\n{}", b.logs());
@@ -90,11 +61,11 @@ fn scenario(name: &str, extra: &[(&str, &str)]) -> (Vec<(String, String)>, Strin
     c.wait_records_in(1, WAIT);
     c.signal("KILL");
     assert_eq!(c.wait(WAIT), -1);
-    let mut c = Sidejoin::start("run", &instance(&env, 2));
+    let mut c = Sidejoin::start("run", &kills::instance(&env, 2));
     c.wait_ready(WAIT);
     let total_end = more(20_000, &mut all);
     assert!(total_end > total);
-    wait_consumed(&app, &topics, total_end, "after the kill", &[&a, &c]);
+    kills::wait_consumed(&app, &topics, total_end, "after the kill", &[&a, &c]);
     let logs = [a.logs(), c.logs()].concat();
     assert!(
         logs.contains("restored"),
@@ -120,26 +91,9 @@ fn three_instances_exactly_once_materialise_to_replay_with_no_change_twice() {
             ("SIDEJOIN_OUTPUT_MODE", "changelog"),
         ],
     );
-    let lines: Vec<String> = all
-        .iter()
-        .map(|(l, _, v, ts)| {
-            let value: Value = serde_json::from_str(v).unwrap();
-            let side = if *l { "left" } else { "right" };
-            serde_json::json!({"side": side, "key": null, "value": value, "timestamp": ts})
-                .to_string()
-        })
-        .collect();
-    let want_values: Vec<Value> = upsert::replay_records(&env, &lines)
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
-    let want = upsert::materialize(&want_values);
-    let got_values: Vec<Value> = kafka::read_to_end(&out, Duration::from_secs(60))
-        .iter()
-        .map(|r| r.value_json())
-        .collect();
-    // `materialize` fails on a retraction of a row that is not there (a change twice).
-    let got = upsert::materialize(&got_values);
+    let want = upsert::replay_materialised(&env, &all);
+    // `materialised` fails on a retraction of a row that is not there (a change twice).
+    let got = upsert::materialised(&out);
     assert_eq!(got.len(), want.len(), "rows materialised");
     assert!(got == want, "the materialised output differs from replay's");
 }

@@ -215,6 +215,23 @@ fn unreachable_broker_is_retried_until_it_appears() {
     drop(guard);
 }
 
+/// `sidejoin check`'s output with exactly `env`, which must succeed.
+fn check(env: Vec<(String, String)>) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
+        .arg("check")
+        .env_clear()
+        .envs(env)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn check_prints_the_plan_and_the_topics() {
     let (left, right, out) = kafka::join_topics("chk", [2, 2, 1]);
@@ -222,18 +239,7 @@ fn check_prints_the_plan_and_the_topics() {
     env.push(("SIDEJOIN_JOIN_TYPE".into(), "left".into()));
     env.push(("SIDEJOIN_LEFT_PRIMARY_KEY".into(), "id".into()));
     env.push(("SIDEJOIN_OUTPUT_MODE".into(), "upsert".into()));
-    let out_cmd = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
-        .arg("check")
-        .env_clear()
-        .envs(env)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out_cmd.stdout);
-    assert!(
-        out_cmd.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out_cmd.stderr)
-    );
+    let stdout = check(env);
     for needle in [
         "join: left regular join",
         "left: topic",
@@ -256,18 +262,7 @@ fn check_prints_the_broadcast_topology() {
     let mut env = join_env("chk-bc", &left, &right, &out);
     env.push(("SIDEJOIN_JOIN_TYPE".into(), "left".into()));
     env.push(("SIDEJOIN_BROADCAST".into(), "right".into()));
-    let out_cmd = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
-        .arg("check")
-        .env_clear()
-        .envs(env)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out_cmd.stdout);
-    assert!(
-        out_cmd.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out_cmd.stderr)
-    );
+    let stdout = check(env);
     for needle in [
         "topology: right broadcast (SIDEJOIN_BROADCAST)",
         "topics: left 4 partitions, right 1 partitions (right broadcast: every worker reads all 1 of its partitions for each of the 4 tasks of the left side)",

@@ -161,3 +161,32 @@ pub fn state_dir(env: &[(String, String)]) -> std::path::PathBuf {
         .map(|(_, v)| v.into())
         .expect("SIDEJOIN_STATE_DIR set")
 }
+
+/// Instance `i`'s variables: `env` with its own state directory (under `env`'s), as pods have
+/// their own volumes.
+pub fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
+    let mut env = env.to_vec();
+    let dir = state_dir(&env).join(format!("instance-{i}"));
+    env.push((
+        "SIDEJOIN_STATE_DIR".into(),
+        dir.to_string_lossy().into_owned(),
+    ));
+    env
+}
+
+/// Waits until group `app` has committed `n` input offsets of `topics`; fails with the logs of
+/// the `running` instances.
+pub fn wait_consumed(app: &str, topics: &[&str], n: i64, what: &str, running: &[&Sidejoin]) {
+    let deadline = Instant::now() + WAIT;
+    while consumed(app, topics) < n {
+        if Instant::now() >= deadline {
+            let logs: Vec<String> = running.iter().map(|s| s.logs()).collect();
+            panic!(
+                "{what}: {} of {n} offsets consumed; logs:\n{}",
+                consumed(app, topics),
+                logs.join("\n----\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
