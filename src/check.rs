@@ -113,6 +113,29 @@ pub fn plan(cfg: &Config) -> String {
             );
         }
     }
+    for side in Side::BOTH {
+        let Some(cols) = &cfg.join.side(side).hash_by else {
+            continue;
+        };
+        let placed = if cfg.join.broadcast == Some(side.other())
+            || cfg.join.side(side.other()).hash_by.is_some()
+        {
+            "keys and partitioner chosen by sidejoin".to_owned()
+        } else {
+            format!(
+                "keys and partitioner learnt from the {} topic's records, to meet them",
+                side.other()
+            )
+        };
+        let _ = writeln!(
+            out,
+            "repartition: the {side} topic `{}` is re-keyed by {} into `{}` ({placed}; one router for the application, \
+             exactly once), which the join reads",
+            cfg.join.topic(side),
+            cols.join(","),
+            crate::kafka::repartition_topic(cfg, side)
+        );
+    }
     for w in &cfg.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

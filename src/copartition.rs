@@ -33,7 +33,8 @@ pub fn fix(cfg: &Config, side: Side) -> String {
     format!(
         "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or, if one side is a small \
          table, broadcast it (SIDEJOIN_BROADCAST=left|right: no co-partitioning needed; README \"A small table joined \
-         to a big one\"); repartitioning with SIDEJOIN_{}_HASH_BY is not in this version yet",
+         to a big one\"), or let sidejoin re-key it by the join key (SIDEJOIN_{}_HASH_BY=$join_key: an internal \
+         repartition topic; README \"Topics not keyed by the join key\")",
         side.var()
     )
 }
@@ -43,6 +44,8 @@ pub struct KeyCheck {
     join_key: [Vec<Column>; 2],
     /// `SIDEJOIN_NULL_KEYS_MATCH`: null join keys join, so their partition matters too.
     null_keys_match: bool,
+    /// The side reads its repartition topic (`SIDEJOIN_<SIDE>_HASH_BY`).
+    repartitioned: [bool; 2],
 }
 
 /// What a key was read as.
@@ -57,11 +60,17 @@ impl KeyCheck {
         KeyCheck {
             join_key: [Column::list(&join.left.key), Column::list(&join.right.key)],
             null_keys_match: join.null_keys_match,
+            repartitioned: [&join.left, &join.right]
+                .map(|s| s.format == crate::config::Format::Repartitioned),
         }
     }
 
     /// `None` when `key` fits every row of `event` (or cannot be judged), else why not.
     pub fn check(&self, side: Side, key: &[u8], event: &Event) -> Option<String> {
+        if self.repartitioned[side.index()] {
+            // Keyed by sidejoin's repartition step, in the form the other side's keys have.
+            return None;
+        }
         let rows: [Option<&Row>; 2] = match event {
             Event::Change(_, row) | Event::Upsert(row) => [Some(row), None],
             Event::Update { before, after } => [before.as_ref(), Some(after)],
@@ -179,7 +188,8 @@ fn names(columns: &[Column]) -> String {
 }
 
 /// At most 80 bytes of a key or value, lossy UTF-8.
-fn show(bytes: &[u8]) -> String {
+/// A key or value for a message: its text, cut at 80 bytes.
+pub(crate) fn show(bytes: &[u8]) -> String {
     let s = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]);
     if bytes.len() > 80 {
         format!("{s}…")
@@ -198,6 +208,7 @@ mod tests {
         let check = KeyCheck {
             join_key: [Column::list(&columns), Column::list(&columns)],
             null_keys_match: false,
+            repartitioned: [false; 2],
         };
         let event = Event::Change(ChangeKind::Insert, Row::parse(row.as_bytes()).unwrap());
         check.check(Side::Left, key.as_bytes(), &event)
@@ -254,6 +265,7 @@ mod tests {
         let check = KeyCheck {
             join_key: [Column::list(&["u".into()]), Column::list(&["u".into()])],
             null_keys_match: false,
+            repartitioned: [false; 2],
         };
         let event = Event::DeleteKey(Row::parse(br#"{"id":1}"#).unwrap());
         assert_eq!(check.check(Side::Right, br#"{"id":1}"#, &event), None);
@@ -264,6 +276,7 @@ mod tests {
         let check = KeyCheck {
             join_key: [Column::list(&["u".into()]), Column::list(&["u".into()])],
             null_keys_match: false,
+            repartitioned: [false; 2],
         };
         let event = Event::Update {
             before: Some(Row::parse(br#"{"u":5}"#).unwrap()),

@@ -13,6 +13,7 @@ pub mod http;
 pub mod kafka;
 pub mod metrics;
 pub mod pipeline;
+pub mod repartition;
 pub mod replay;
 pub mod row;
 pub mod runtime;

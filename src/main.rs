@@ -205,7 +205,7 @@ fn run_kafka(pipeline: Pipeline) -> ExitCode {
         tracing::warn!("join state is in memory only: it is lost when the process stops");
     }
     let mut workers = Vec::new();
-    for cfg in runtime::worker_configs(&config) {
+    for cfg in runtime::worker_configs(&runtime::join_config(&config)) {
         match processor(pipeline, &cfg) {
             Ok(p) => workers.push((cfg, p)),
             Err(e) => {

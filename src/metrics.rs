@@ -39,6 +39,7 @@ pub struct Metrics {
     copartition_violations: IntCounterVec,
     watermark_ms: IntGaugeVec,
     consumer_lag: IntGaugeVec,
+    repartitioned: IntCounterVec,
     end_to_end_latency: Histogram,
     commit_duration: Histogram,
     rebalances: IntCounter,
@@ -206,6 +207,13 @@ impl Metrics {
                 "sidejoin_consumer_lag",
                 "Records behind the end of each input partition",
                 &["topic", "partition"],
+            ),
+            repartitioned: counter_vec(
+                &r,
+                "sidejoin_repartition_records_total",
+                "Records of a SIDEJOIN_<SIDE>_HASH_BY side through the repartition step: `in` read from its topic, \
+                 `out` written to its repartition topic, `error` undecodable or unroutable (SIDEJOIN_ON_ERROR)",
+                &["side", "result"],
             ),
             end_to_end_latency: histogram(
                 &r,
@@ -376,6 +384,13 @@ impl Metrics {
         self.consumer_lag
             .with_label_values(&[topic, &partition.to_string()])
             .set(lag.max(0));
+    }
+
+    /// `n` records of `side` through the repartition step with `result` (`in`, `out`, `error`).
+    pub fn repartitioned(&self, side: Side, result: &str, n: u64) {
+        self.repartitioned
+            .with_label_values(&[side.name(), result])
+            .inc_by(n);
     }
 
     pub fn observe_latency(&self, seconds: f64) {

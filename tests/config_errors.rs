@@ -294,6 +294,48 @@ fn broadcast_rules() {
 }
 
 #[test]
+fn hash_by_rules() {
+    // Without broadcast only the join key co-partitions.
+    let e = config_error("check", &[("SIDEJOIN_LEFT_HASH_BY", "id")], true);
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_LEFT_HASH_BY=\"id\"",
+            "repartitioned by its join key (k",
+            "broadcast",
+        ],
+    );
+    // The broadcast side is not partitioned at all.
+    let e = config_error(
+        "check",
+        &[
+            ("SIDEJOIN_BROADCAST", "right"),
+            ("SIDEJOIN_RIGHT_HASH_BY", "k"),
+        ],
+        true,
+    );
+    assert_names(&e, &["SIDEJOIN_RIGHT_HASH_BY=\"k\"", "is broadcast"]);
+    // An upsert tombstone carries only the primary key.
+    let e = config_error(
+        "check",
+        &[
+            ("SIDEJOIN_LEFT_FORMAT", "upsert-json"),
+            ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+            ("SIDEJOIN_LEFT_HASH_BY", "$join_key"),
+        ],
+        true,
+    );
+    assert_names(
+        &e,
+        &[
+            "SIDEJOIN_LEFT_HASH_BY=\"k\"",
+            "`k` is not a primary-key column (id)",
+            "tombstone",
+        ],
+    );
+}
+
+#[test]
 fn run_needs_kafka_settings() {
     let e = config_error("run", &[], true);
     assert_names(

@@ -195,4 +195,8 @@ fn unequal_partition_counts_without_broadcast_are_refused_naming_the_fix() {
         "{logs}"
     );
     assert!(logs.contains("set SIDEJOIN_BROADCAST=right"), "{logs}");
+    assert!(
+        logs.contains("or SIDEJOIN_RIGHT_HASH_BY=$join_key"),
+        "{logs}"
+    );
 }

@@ -52,7 +52,7 @@ fn partition_count_mismatch_names_both_topics() {
         "{logs}"
     );
     assert!(
-        logs.contains("produce one of them into a topic with the other's partition count"),
+        logs.contains("or SIDEJOIN_RIGHT_HASH_BY=$join_key to let sidejoin re-key that side"),
         "the fix is named: {logs}"
     );
 }
@@ -268,5 +268,20 @@ fn check_prints_the_broadcast_topology() {
         "topics: left 4 partitions, right 1 partitions (right broadcast: every worker reads all 1 of its partitions for each of the 4 tasks of the left side)",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn check_prints_the_repartition_topology() {
+    let (left, right, out) = kafka::join_topics("chk-rp", [4, 1, 1]);
+    let mut env = join_env("chk-rp", &left, &right, &out);
+    env.push(("SIDEJOIN_RIGHT_HASH_BY".into(), "$join_key".into()));
+    let stdout = check(env);
+    for needle in [
+        format!("repartition: the right topic `{right}` is re-keyed by id into `"),
+        "keys and partitioner learnt from the left topic's records, to meet them".to_owned(),
+        "topics: left 4 partitions, right 4 partitions (co-partitioned), output 1 partitions; the right topic's 1 partitions re-keyed into 4 (SIDEJOIN_RIGHT_HASH_BY)".to_owned(),
+    ] {
+        assert!(stdout.contains(needle.as_str()), "missing {needle:?} in:\n{stdout}");
     }
 }

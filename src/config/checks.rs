@@ -50,6 +50,43 @@ pub(super) fn sides(p: &mut Problems, join: &JoinSpec) {
             );
         }
     }
+    for s in [l, r] {
+        hash_by(p, join, s);
+    }
+}
+
+/// `SIDEJOIN_<SIDE>_HASH_BY` (SPEC §6): which columns a side may be repartitioned by.
+fn hash_by(p: &mut Problems, join: &JoinSpec, s: &super::types::SideSpec) {
+    let Some(cols) = &s.hash_by else { return };
+    let name = var(&format!("{}_HASH_BY", s.side.var()));
+    let value = cols.join(",");
+    let mut problem = |why: String| p.add(&name, Some(&value), why);
+    if join.broadcast == Some(s.side) {
+        return problem(format!(
+            "the {} side is broadcast (read whole by every instance), so it is not partitioned at all; \
+             HASH_BY applies to the other side",
+            s.side
+        ));
+    }
+    let same = |a: &[String], b: &[String]| a.len() == b.len() && a.iter().all(|c| b.contains(c));
+    if join.broadcast.is_none() && !same(cols, &s.key) {
+        return problem(format!(
+            "without SIDEJOIN_BROADCAST the side must be repartitioned by its join key ({}, or $join_key): \
+             the other side's partitions hold the join keys; other columns (typically the primary key) \
+             need the other side broadcast",
+            s.key.join(",")
+        ));
+    }
+    if s.format.envelope() == Envelope::Upsert {
+        let pk = s.primary_key.as_deref().unwrap_or_default();
+        if let Some(c) = cols.iter().find(|c| !pk.contains(c)) {
+            problem(format!(
+                "`{c}` is not a primary-key column ({}): an upsert tombstone carries only the key, so \
+                 it could not be routed to the partition that holds its row",
+                pk.join(",")
+            ));
+        }
+    }
 }
 
 /// The interval-join settings, when both bounds are set; problems and warnings otherwise.
@@ -197,21 +234,12 @@ pub(super) fn run_requirements(
             "must differ from SIDEJOIN_LEFT_TOPIC (the topic tells the sides apart)",
         );
     }
-    // Specified, but not in this build's run mode yet; replay accepts them.
-    let not_yet = "is not supported by `sidejoin run` in this version (replay supports it); see README \"Status\"";
     for s in [&join.left, &join.right] {
         if s.format.is_avro() && raw.schema_registry_url.is_none() {
             p.add(
                 format!("SIDEJOIN_{}_FORMAT", s.side.var()),
                 Some(s.format.name()),
                 "Avro input needs SIDEJOIN_SCHEMA_REGISTRY_URL (the writer schemas are fetched by id)",
-            );
-        }
-        if let Some(h) = &s.hash_by {
-            p.add(
-                format!("SIDEJOIN_{}_HASH_BY", s.side.var()),
-                Some(&h.join(",")),
-                format!("repartitioning {not_yet}"),
             );
         }
     }

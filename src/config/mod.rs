@@ -190,6 +190,10 @@ fn side_spec(p: &mut Problems, raw: &RawConfig, side: Side, default_ttl: i64) ->
         }
     };
     let hash_var = var(&format!("{s}_HASH_BY"));
+    let hash_by = opt(p, hash_by, |v| match v.trim() {
+        "$join_key" => Ok(key.clone()),
+        v => parse_columns(&hash_var, v),
+    });
     SideSpec {
         side,
         key,
@@ -198,7 +202,7 @@ fn side_spec(p: &mut Problems, raw: &RawConfig, side: Side, default_ttl: i64) ->
         dedup: boolean(p, &format!("DEDUP_{s}"), dedup, false),
         ttl_ms: duration(p, &format!("{s}_STATE_TTL"), ttl, default_ttl),
         time,
-        hash_by: opt(p, hash_by, |v| parse_columns(&hash_var, v)),
+        hash_by,
         topic: topic.clone(),
         csv: csv::csv_spec(p, raw, side, format),
     }

@@ -5,6 +5,7 @@
 //!
 //! Decoders never look at state; primary-key normalisation happens in the engine.
 
+pub mod changes;
 mod csv;
 mod debezium;
 mod plain;
@@ -75,6 +76,7 @@ impl Decoder {
                 upsert::decode(self.primary_key.as_deref().unwrap_or_default(), key, value)
             }
             Envelope::Debezium => debezium::decode(self.primary_key.is_some(), value),
+            Envelope::Changes => changes::decode(value),
         }
     }
 }

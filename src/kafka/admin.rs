@@ -43,6 +43,9 @@ pub struct Topology {
     /// Units of join state (`runtime::streams`): the partitions of the side consumed through
     /// the group (both, co-partitioned; the other side's with `SIDEJOIN_BROADCAST`).
     pub tasks: i32,
+    /// The partition counts of the sides' own topics, when a side is repartitioned
+    /// (`SIDEJOIN_<SIDE>_HASH_BY`: `left_partitions` etc. are then its repartition topic's).
+    pub sources: [i32; 2],
 }
 
 impl Topology {
@@ -50,7 +53,20 @@ impl Topology {
     pub fn describe(&self, cfg: &Config) -> String {
         let (l, r) = (self.left_partitions, self.right_partitions);
         let out = self.output_partitions;
-        match cfg.join.broadcast {
+        let rekeyed: Vec<String> = Side::BOTH
+            .into_iter()
+            .filter(|s| cfg.join.side(*s).hash_by.is_some())
+            .map(|s| {
+                format!(
+                    "; the {s} topic's {} partitions re-keyed into {} (SIDEJOIN_{}_HASH_BY)",
+                    self.sources[s.index()],
+                    [l, r][s.index()],
+                    s.var()
+                )
+            })
+            .collect();
+        let rekeyed = rekeyed.concat();
+        let line = match cfg.join.broadcast {
             None => format!(
                 "topics: left {l} partitions, right {r} partitions (co-partitioned), output {out} partitions"
             ),
@@ -60,7 +76,8 @@ impl Topology {
                 self.tasks,
                 b.other()
             ),
-        }
+        };
+        line + &rekeyed
     }
 }
 
@@ -134,11 +151,13 @@ pub fn check_topics(cfg: &Config, md: &Metadata) -> Result<Topology, StartupErro
         )));
     }
     let count = |i: usize| partitions(md, &topics[i].1).unwrap_or(0);
-    let (left, right) = (count(0), count(1));
+    let sources = [count(0), count(1)];
+    let (left, right) = repartitioned_counts(cfg, sources[0], sources[1]);
     let topology = Topology {
         left_partitions: left,
         right_partitions: right,
         output_partitions: count(2),
+        sources,
         tasks: match cfg.join.broadcast {
             Some(Side::Left) => right,
             _ => left,
@@ -155,16 +174,41 @@ pub fn check_topics(cfg: &Config, md: &Metadata) -> Result<Topology, StartupErro
             "the inputs are not co-partitioned: left topic `{}` has {left} partitions but right topic `{}` has {right}; \
              a co-partitioned join needs equal partition counts and both topics keyed by the join key: \
              set SIDEJOIN_BROADCAST={} to give every instance the whole {} side (a small table), \
-             or produce one of them into a topic with the other's partition count (adding partitions to a \
-             topic moves where new records of a key go, not the old ones); repartitioning a side \
-             (SIDEJOIN_<SIDE>_HASH_BY) is not in this version yet (README \"Status\")",
+             or SIDEJOIN_{}_HASH_BY=$join_key to let sidejoin re-key that side into an internal topic with \
+             the other's partition count (adding partitions to a topic instead moves where new records of a \
+             key go, not the old ones)",
             topics[0].1,
             topics[1].1,
             small.name(),
-            small.name()
+            small.name(),
+            small.var()
         )));
     }
     Ok(topology)
+}
+
+/// The partition counts the join sees: a side repartitioned by sidejoin (`SIDEJOIN_<SIDE>_HASH_BY`,
+/// still named by its own topic, as in `sidejoin check`) gets the count of its repartition
+/// topic: the other side's, its own when the other is broadcast, the larger when both are
+/// repartitioned (`runtime::repartition::prepare`).
+fn repartitioned_counts(cfg: &Config, left: i32, right: i32) -> (i32, i32) {
+    let rekeyed = |side: Side| {
+        let s = cfg.join.side(side);
+        s.hash_by.is_some() && s.format != crate::config::Format::Repartitioned
+    };
+    let target = |side: Side, own: i32, other: i32| {
+        if !rekeyed(side) || cfg.join.broadcast == Some(side.other()) {
+            own
+        } else if rekeyed(side.other()) {
+            own.max(other)
+        } else {
+            other
+        }
+    };
+    (
+        target(Side::Left, left, right),
+        target(Side::Right, right, left),
+    )
 }
 
 /// Makes sure the changelog `topic` exists, compacted, with one partition per input partition:

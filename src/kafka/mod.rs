@@ -126,6 +126,61 @@ pub fn changelog_topic(cfg: &Config, side: crate::changelog::Side) -> String {
     format!("{}-{}-changelog", cfg.kafka.application_id, side.name())
 }
 
+/// The internal topic a repartitioned side (`SIDEJOIN_<SIDE>_HASH_BY`) is re-keyed into and
+/// consumed from: `<app>-left-repartition`.
+pub fn repartition_topic(cfg: &Config, side: crate::changelog::Side) -> String {
+    format!("{}-{}-repartition", cfg.kafka.application_id, side.name())
+}
+
+/// The repartition step's lease (`runtime::repartition`): a member of `<app>-<side>-router-lease`
+/// subscribed to the repartition topic, which never reads a record; whoever is assigned its
+/// partition 0 routes. A static member under `SIDEJOIN_INSTANCE_ID`, so a restart gets it back.
+pub fn router_lease_config(cfg: &Config, side: crate::changelog::Side) -> ClientConfig {
+    let mut c = common(cfg, "router-lease", &[], &cfg.kafka.consumer_properties);
+    if let Some(id) = &cfg.kafka.instance_id {
+        c.set("group.instance.id", format!("{id}-{}-router", side.name()));
+    }
+    c.set(
+        "group.id",
+        format!("{}-{}-router-lease", cfg.kafka.application_id, side.name()),
+    )
+    .set("enable.auto.commit", "false")
+    .set("enable.auto.offset.store", "false")
+    // Paused as soon as assigned: it never needs more than one small fetch.
+    .set("max.partition.fetch.bytes", "1024");
+    c
+}
+
+/// The repartition step's consumer of the side's own topic: assigned explicitly (all
+/// partitions), its offsets committed to `<app>-<side>-router` inside the step's transactions.
+pub fn router_consumer_config(cfg: &Config, side: crate::changelog::Side) -> ClientConfig {
+    let mut c = common(
+        cfg,
+        "router",
+        &CONSUMER_DEFAULTS,
+        &cfg.kafka.consumer_properties,
+    );
+    c.set(
+        "group.id",
+        format!("{}-{}-router", cfg.kafka.application_id, side.name()),
+    )
+    .set("enable.auto.commit", "false")
+    .set("enable.auto.offset.store", "false")
+    .set("isolation.level", "read_committed")
+    .set("enable.partition.eof", "true")
+    .set("auto.offset.reset", offset_reset(cfg));
+    c
+}
+
+/// The repartition step's transactional producer: `transactional.id` `<app>-<side>-router`, one
+/// for the whole application, so a new router fences the one before it.
+pub fn router_producer_config(cfg: &Config, side: crate::changelog::Side) -> ClientConfig {
+    transactional_config(
+        cfg,
+        &format!("{}-{}-router", cfg.kafka.application_id, side.name()),
+    )
+}
+
 /// The consumer that restores state from the changelog topics: no group (partitions are
 /// assigned explicitly), committed transactions only, end of partition reported.
 pub fn restore_consumer_config(cfg: &Config) -> ClientConfig {

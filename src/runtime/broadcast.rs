@@ -35,7 +35,7 @@ use crate::changelog::{Partition, Side};
 use crate::kafka::context::BroadcastContext;
 
 use super::input::{self, Input, PER_QUEUE};
-use super::merge::Buffered;
+use super::merge::{next_head, Buffered, Head};
 use super::streams::Stream;
 
 /// Most records fetched from one broadcast partition and not yet handed to the tasks. Each
@@ -243,19 +243,13 @@ impl Broadcast {
         n
     }
 
-    /// The partition whose head goes next: the smallest timestamp (on a tie, the lowest
-    /// partition), if every other partition has a head too, is at its end, or has been silent
-    /// for `SIDEJOIN_MAX_TASK_IDLE` since the head was fetched (as the merge of two sides).
+    /// The partition whose head goes next (`merge::next_head`).
     fn next_part(&self, now: i64) -> Option<usize> {
-        let (b, _, fetched_at) = (self.parts.iter().enumerate())
-            .filter_map(|(b, p)| p.queue.front().map(|(r, at)| (b, r.timestamp, *at)))
-            .min_by_key(|(b, ts, _)| (*ts, *b))?;
-        let may = self.parts.iter().enumerate().all(|(i, p)| {
-            i == b
-                || !p.queue.is_empty()
-                || p.at_end
-                || now.saturating_sub(fetched_at.max(p.empty_since)) >= self.max_idle_ms
+        let heads = self.parts.iter().map(|p| Head {
+            head: p.queue.front().map(|(r, at)| (r.timestamp, *at)),
+            at_end: p.at_end,
+            empty_since: p.empty_since,
         });
-        may.then_some(b)
+        next_head(heads, now, self.max_idle_ms)
     }
 }

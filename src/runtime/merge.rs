@@ -47,6 +47,38 @@ pub struct Buffered {
     pub headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
+/// One partition of an n-ary timestamp merge (a broadcast topic's, a repartitioned topic's).
+pub struct Head {
+    /// The timestamp of its first waiting record, and when that record was fetched.
+    pub head: Option<(i64, i64)>,
+    /// Its end was reported and no record came since.
+    pub at_end: bool,
+    /// When it last had no record waiting.
+    pub empty_since: i64,
+}
+
+/// The partition whose head goes next: the smallest timestamp (on a tie, the lowest
+/// partition), if every other partition has a head too, is at its end, or has been silent for
+/// `max_idle_ms` since the head was fetched (the rule of the two-sided merge, n-ary).
+pub fn next_head(
+    heads: impl Iterator<Item = Head> + Clone,
+    now: i64,
+    max_idle_ms: i64,
+) -> Option<usize> {
+    let (b, _, fetched_at) = heads
+        .clone()
+        .enumerate()
+        .filter_map(|(b, h)| h.head.map(|(ts, at)| (b, ts, at)))
+        .min_by_key(|(b, ts, _)| (*ts, *b))?;
+    let may = heads.enumerate().all(|(i, h)| {
+        i == b
+            || h.head.is_some()
+            || h.at_end
+            || now.saturating_sub(fetched_at.max(h.empty_since)) >= max_idle_ms
+    });
+    may.then_some(b)
+}
+
 struct Entry {
     rec: Buffered,
     pushed_at: i64,

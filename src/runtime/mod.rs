@@ -10,6 +10,7 @@ mod merge;
 mod output;
 mod probe;
 pub mod processor;
+mod repartition;
 mod run_loop;
 mod streams;
 mod workers;
@@ -26,6 +27,7 @@ use crate::kafka::admin::StartupError;
 use crate::metrics::Metrics;
 
 pub use processor::{InRecord, JoinProcessor, PassthroughProcessor, Processor};
+pub use repartition::join_config;
 pub use run_loop::now_ms;
 pub use workers::worker_configs;
 
@@ -113,8 +115,9 @@ impl From<crate::engine::state::StateError> for RunError {
 /// Runs each worker, a configuration from `worker_configs` and the processor of its state,
 /// against Kafka until `shutdown` is cancelled (then every worker drains, commits and returns:
 /// `Ok`) or a worker fails (then the others drain and commit too, and its error is returned).
-/// `config` is the instance's; `metrics`, made for as many workers, is served on
-/// `SIDEJOIN_HTTP_ADDR`.
+/// `config` is the instance's as the user gave it (the workers' are from `join_config`: the
+/// repartitioned sides read their repartition topics, whose routers run here too); `metrics`,
+/// made for as many workers, is served on `SIDEJOIN_HTTP_ADDR`.
 pub async fn run(
     config: &Config,
     workers: Vec<(Config, Box<dyn Processor>)>,
@@ -128,6 +131,19 @@ pub async fn run(
     let timeout = Duration::from_millis(config.process.shutdown_timeout_ms.max(0) as u64);
     // Cancelled by `shutdown`, or by the first worker to fail.
     let stop = shutdown.child_token();
+    let planned = {
+        let (cfg, token) = (config.clone(), stop.clone());
+        tokio::task::spawn_blocking(move || repartition::prepare(&cfg, &token))
+            .await
+            .map_err(|e| RunError::Panicked(e.to_string()))
+    };
+    let planned = match planned.and_then(|r| r) {
+        Ok(p) => p,
+        Err(e) => {
+            http_stop.cancel();
+            return Err(e);
+        }
+    };
     let several = workers.len() > 1;
     let gate = Arc::new(workers::StartGate::new(workers.len()));
     let mut running = JoinSet::new();
@@ -136,6 +152,13 @@ pub async fn run(
         running.spawn_blocking(move || {
             let _span = several.then(|| tracing::info_span!("worker", i).entered());
             run_loop::run_blocking(&cfg, processor.as_mut(), &m, &gate, &token)
+        });
+    }
+    for (side, target) in planned {
+        let (cfg, m, token) = (config.clone(), metrics.clone(), stop.clone());
+        running.spawn_blocking(move || {
+            let _span = tracing::info_span!("router", side = side.name()).entered();
+            repartition::run_blocking(&cfg, side, target, m, &token)
         });
     }
     let mut first_error = None;
