@@ -107,7 +107,10 @@ impl ClientContext for JoinContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        tracing::warn!(target: "librdkafka", "{error}: {reason}");
+        // End-of-partition events reach the merge through the queues; they are not errors.
+        if !is_eof(&error) {
+            tracing::warn!(target: "librdkafka", "{error}: {reason}");
+        }
     }
 }
 
@@ -208,20 +211,21 @@ fn is_eof(error: &KafkaError) -> bool {
         || error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF)
 }
 
-/// The restore consumer's context: librdkafka's log lines to `tracing`; end-of-partition
-/// events, which the restore waits for, are not errors.
-pub struct RestoreContext;
+/// The context of a consumer outside the group (the restore consumer, the co-partitioning
+/// probe, the repartition router; its name is the field): librdkafka's log lines to `tracing`;
+/// end-of-partition events, which these consumers wait for, are not errors.
+pub struct HelperContext(pub &'static str);
 
-impl ClientContext for RestoreContext {
+impl ClientContext for HelperContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
         log(level, fac, message)
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
         if !is_eof(&error) {
-            tracing::warn!(target: "librdkafka", "restore consumer: {error}: {reason}");
+            tracing::warn!(target: "librdkafka", "{}: {error}: {reason}", self.0);
         }
     }
 }
 
-impl ConsumerContext for RestoreContext {}
+impl ConsumerContext for HelperContext {}

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::changelog::{Partition, Side};
 use crate::config::Config;
-use crate::kafka::context::RestoreContext;
+use crate::kafka::context::HelperContext;
 use crate::kafka::{self as k};
 
 use super::processor::Processor;
@@ -112,8 +112,8 @@ fn read_head(
     partitions: i32,
     shutdown: &CancellationToken,
 ) -> Result<Vec<Head>, KafkaError> {
-    let consumer: BaseConsumer<RestoreContext> =
-        k::probe_consumer_config(cfg).create_with_context(RestoreContext)?;
+    let consumer: BaseConsumer<HelperContext> = k::probe_consumer_config(cfg)
+        .create_with_context(HelperContext("co-partitioning probe"))?;
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
         tpl.add_partition(topic, p);

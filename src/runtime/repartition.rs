@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::base_consumer::PartitionQueue;
-use rdkafka::consumer::{BaseConsumer, Consumer, DefaultConsumerContext};
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -47,6 +47,7 @@ use crate::changelog::{Event, Side};
 use crate::config::{Config, Format, OnError};
 use crate::format::{DecodeError, Decoder};
 use crate::kafka::admin::{self, StartupError};
+use crate::kafka::context::HelperContext;
 use crate::kafka::{self as k};
 use crate::metrics::Metrics;
 use crate::repartition::{learn, Learnt, Placement, Route, Routed, Sample};
@@ -371,7 +372,8 @@ fn sample(
     topic: &str,
     partitions: i32,
 ) -> Result<Vec<(i32, i64, Vec<u8>)>, RunError> {
-    let consumer: BaseConsumer = k::probe_consumer_config(cfg).create()?;
+    let consumer: BaseConsumer<HelperContext> =
+        k::probe_consumer_config(cfg).create_with_context(HelperContext("repartition sampler"))?;
     let mut tpl = TopicPartitionList::new();
     let mut ends = Vec::new();
     for p in 0..partitions {
@@ -434,7 +436,7 @@ impl From<KafkaError> for Stop {
 
 /// One partition of the source topic.
 struct Part {
-    source: Option<PartitionQueue<DefaultConsumerContext>>,
+    source: Option<PartitionQueue<HelperContext>>,
     queue: VecDeque<(Buffered, i64)>,
     at_end: bool,
     empty_since: i64,
@@ -449,7 +451,7 @@ struct Router<'a> {
     decoder: Decoder,
     avro: Option<AvroInput>,
     route: Route,
-    consumer: Arc<BaseConsumer>,
+    consumer: Arc<BaseConsumer<HelperContext>>,
     producer: Option<BaseProducer>,
     parts: Vec<Part>,
     /// Per source partition, the next offset to route (`-1`: none routed in this transaction).
@@ -489,7 +491,10 @@ impl<'a> Router<'a> {
             decoder: Decoder::new(spec),
             avro,
             route: Route::new(side, &columns, spec.primary_key.as_deref(), placement),
-            consumer: Arc::new(k::router_consumer_config(cfg, side).create()?),
+            consumer: Arc::new(
+                k::router_consumer_config(cfg, side)
+                    .create_with_context(HelperContext("repartition router"))?,
+            ),
             producer: None,
             parts: Vec::new(),
             next: Vec::new(),
@@ -515,6 +520,12 @@ impl<'a> Router<'a> {
         producer
             .init_transactions(TXN_CALL)
             .map_err(|e| format!("initialising its transactions: {}", k::redact(&e)))?;
+        // A fresh consumer each time: nothing of an earlier assignment (positions, offsets)
+        // carries over.
+        let consumer: BaseConsumer<HelperContext> = k::router_consumer_config(self.cfg, self.side)
+            .create_with_context(HelperContext("repartition router"))
+            .map_err(|e| k::redact(&e))?;
+        self.consumer = Arc::new(consumer);
         let md = self
             .consumer
             .fetch_metadata(Some(&self.source), Duration::from_secs(10))
@@ -525,11 +536,34 @@ impl<'a> Router<'a> {
             .map_or(0, |t| t.partitions().len() as i32);
         let mut tpl = TopicPartitionList::new();
         for p in 0..n {
-            // Invalid: the committed offset (read_committed: stable), else the reset policy.
-            tpl.add_partition_offset(&self.source, p, Offset::Invalid)
+            tpl.add_partition(&self.source, p);
+        }
+        // The router group's committed offsets, asked now that any earlier router's open
+        // transaction is resolved (read_committed: stable offsets only).
+        let committed = self
+            .consumer
+            .committed_offsets(tpl, TXN_CALL)
+            .map_err(|e| format!("fetching its committed offsets: {}", k::redact(&e)))?;
+        let mut at = TopicPartitionList::new();
+        let mut resumed = Vec::new();
+        for e in committed.elements() {
+            let offset = match e.offset() {
+                Offset::Offset(o) => {
+                    resumed.push(format!("{}@{o}", e.partition()));
+                    Offset::Offset(o)
+                }
+                _ => {
+                    resumed.push(format!("{}@reset", e.partition()));
+                    match self.cfg.kafka.auto_offset_reset {
+                        crate::config::OffsetReset::Earliest => Offset::Beginning,
+                        crate::config::OffsetReset::Latest => Offset::End,
+                    }
+                }
+            };
+            at.add_partition_offset(&self.source, e.partition(), offset)
                 .map_err(|e| k::redact(&e))?;
         }
-        self.consumer.assign(&tpl).map_err(|e| k::redact(&e))?;
+        self.consumer.assign(&at).map_err(|e| k::redact(&e))?;
         let now = now_ms();
         self.parts = (0..n)
             .map(|p| Part {
@@ -545,9 +579,10 @@ impl<'a> Router<'a> {
         self.uncommitted = 0;
         self.last_commit = Instant::now();
         tracing::info!(
-            "repartition of the {} side: routing `{}` ({n} partitions) from its last commit",
+            "repartition of the {} side: routing `{}` ({n} partitions) from its last commit ({})",
             self.side,
-            self.source
+            self.source,
+            resumed.join(", ")
         );
         Ok(())
     }
@@ -814,7 +849,8 @@ impl<'a> Router<'a> {
     /// Deletes the records of the repartition topic that the join group has committed past.
     fn purge(&self) {
         let result = (|| -> Result<usize, KafkaError> {
-            let join: BaseConsumer = k::probe_consumer_config(self.cfg).create()?;
+            let join: BaseConsumer<HelperContext> = k::probe_consumer_config(self.cfg)
+                .create_with_context(HelperContext("repartition purge"))?;
             let md = join.fetch_metadata(Some(&self.topic), Duration::from_secs(10))?;
             let n = md
                 .topics()

@@ -600,7 +600,7 @@ pub fn run_blocking(
     };
     let restorer = Restorer::new(
         k::restore_consumer_config(cfg)
-            .create_with_context(crate::kafka::context::RestoreContext)?,
+            .create_with_context(crate::kafka::context::HelperContext("restore consumer"))?,
     );
     let inputs = Inputs {
         topics: Side::BOTH.map(|s| cfg.join.topic(s).to_owned()),

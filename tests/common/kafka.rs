@@ -272,6 +272,18 @@ pub fn committed(group: &str, topic: &str) -> Vec<i64> {
 
 /// The end offset of each partition of `topic`.
 pub fn high_watermarks(topic: &str) -> Vec<i64> {
+    watermarks(topic)
+        .into_iter()
+        .map(|(_, high)| high)
+        .collect()
+}
+
+/// The first offset still held of each partition of `topic` (above 0 once records were deleted).
+pub fn low_watermarks(topic: &str) -> Vec<i64> {
+    watermarks(topic).into_iter().map(|(low, _)| low).collect()
+}
+
+fn watermarks(topic: &str) -> Vec<(i64, i64)> {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .create()
@@ -280,7 +292,6 @@ pub fn high_watermarks(topic: &str) -> Vec<i64> {
         .map(|p| {
             c.fetch_watermarks(topic, p, Duration::from_secs(10))
                 .unwrap()
-                .1
         })
         .collect()
 }

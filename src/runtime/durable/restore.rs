@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::changelog::{Partition, Side};
 use crate::engine::layout;
 use crate::kafka::admin::StartupError;
-use crate::kafka::context::RestoreContext;
+use crate::kafka::context::HelperContext;
 use crate::metrics::WorkerMetrics;
 
 use super::{position_name, Protocol};
@@ -43,7 +43,7 @@ const RETRY: Duration = Duration::from_millis(500);
 const PROGRESS: Duration = Duration::from_secs(2);
 
 pub struct Restorer {
-    consumer: BaseConsumer<RestoreContext>,
+    consumer: BaseConsumer<HelperContext>,
 }
 
 /// A restored task and the next offset of each of its streams its state reflects (`None`: it
@@ -58,7 +58,7 @@ pub struct Restored {
 }
 
 impl Restorer {
-    pub fn new(consumer: BaseConsumer<RestoreContext>) -> Self {
+    pub fn new(consumer: BaseConsumer<HelperContext>) -> Self {
         Restorer { consumer }
     }
 
