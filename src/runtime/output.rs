@@ -88,26 +88,7 @@ impl Output {
         error: &DecodeError,
         checkpoint: u64,
     ) -> Result<(), RunError> {
-        let mut headers = OwnedHeaders::new();
-        for (key, value) in &msg.headers {
-            headers = headers.insert(Header {
-                key,
-                value: value.as_deref(),
-            });
-        }
-        let info = [
-            ("sidejoin.error", error.to_string()),
-            ("sidejoin.source.topic", topic.to_owned()),
-            ("sidejoin.source.partition", msg.partition.to_string()),
-            ("sidejoin.source.offset", msg.offset.to_string()),
-            ("sidejoin.source.side", msg.side.name().to_owned()),
-        ];
-        for (key, value) in &info {
-            headers = headers.insert(Header {
-                key,
-                value: Some(value.as_bytes()),
-            });
-        }
+        let headers = dead_letter_headers(msg, topic, error);
         let mut record: BaseRecord<'_, [u8], [u8], usize> =
             BaseRecord::with_opaque_to(&self.dlq_topic, checkpoint as usize)
                 .timestamp(msg.timestamp)
@@ -120,6 +101,32 @@ impl Output {
         }
         self.send(record, checkpoint)
     }
+}
+
+/// A dead letter's headers: the original record's, then ones naming the error and where the
+/// record came from (its topic, partition, offset and side).
+pub fn dead_letter_headers(msg: &Buffered, topic: &str, error: &DecodeError) -> OwnedHeaders {
+    let mut headers = OwnedHeaders::new();
+    for (key, value) in &msg.headers {
+        headers = headers.insert(Header {
+            key,
+            value: value.as_deref(),
+        });
+    }
+    let info = [
+        ("sidejoin.error", error.to_string()),
+        ("sidejoin.source.topic", topic.to_owned()),
+        ("sidejoin.source.partition", msg.source.to_string()),
+        ("sidejoin.source.offset", msg.offset.to_string()),
+        ("sidejoin.source.side", msg.side.name().to_owned()),
+    ];
+    for (key, value) in &info {
+        headers = headers.insert(Header {
+            key,
+            value: Some(value.as_bytes()),
+        });
+    }
+    headers
 }
 
 /// How long a full producer queue is waited on before it is logged.

@@ -36,7 +36,6 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::base_consumer::PartitionQueue;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
@@ -526,18 +525,9 @@ impl<'a> Router<'a> {
             .create_with_context(HelperContext("repartition router"))
             .map_err(|e| k::redact(&e))?;
         self.consumer = Arc::new(consumer);
-        let md = self
-            .consumer
-            .fetch_metadata(Some(&self.source), Duration::from_secs(10))
-            .map_err(|e| k::redact(&e))?;
-        let n = md
-            .topics()
-            .first()
-            .map_or(0, |t| t.partitions().len() as i32);
-        let mut tpl = TopicPartitionList::new();
-        for p in 0..n {
-            tpl.add_partition(&self.source, p);
-        }
+        let tpl =
+            all_partitions(self.consumer.as_ref(), &self.source).map_err(|e| k::redact(&e))?;
+        let n = tpl.count() as i32;
         // The router group's committed offsets, asked now that any earlier router's open
         // transaction is resolved (read_committed: stable offsets only).
         let committed = self
@@ -762,26 +752,7 @@ impl<'a> Router<'a> {
                 Ok(())
             }
             OnError::Dlq => {
-                let info = [
-                    ("sidejoin.error", e.to_string()),
-                    ("sidejoin.source.topic", self.source.clone()),
-                    ("sidejoin.source.partition", rec.source.to_string()),
-                    ("sidejoin.source.offset", rec.offset.to_string()),
-                    ("sidejoin.source.side", self.side.name().to_owned()),
-                ];
-                let mut headers = OwnedHeaders::new();
-                for (key, value) in &rec.headers {
-                    headers = headers.insert(Header {
-                        key,
-                        value: value.as_deref(),
-                    });
-                }
-                for (key, value) in &info {
-                    headers = headers.insert(Header {
-                        key,
-                        value: Some(value.as_bytes()),
-                    });
-                }
+                let headers = super::output::dead_letter_headers(rec, &self.source, &e);
                 let mut record: BaseRecord<'_, [u8], [u8]> =
                     BaseRecord::to(&self.cfg.kafka.dlq_topic)
                         .timestamp(rec.timestamp)
@@ -851,15 +822,7 @@ impl<'a> Router<'a> {
         let result = (|| -> Result<usize, KafkaError> {
             let join: BaseConsumer<HelperContext> = k::probe_consumer_config(self.cfg)
                 .create_with_context(HelperContext("repartition purge"))?;
-            let md = join.fetch_metadata(Some(&self.topic), Duration::from_secs(10))?;
-            let n = md
-                .topics()
-                .first()
-                .map_or(0, |t| t.partitions().len() as i32);
-            let mut tpl = TopicPartitionList::new();
-            for p in 0..n {
-                tpl.add_partition(&self.topic, p);
-            }
+            let tpl = all_partitions(&join, &self.topic)?;
             let committed = join.committed_offsets(tpl, Duration::from_secs(10))?;
             let mut purge = TopicPartitionList::new();
             for e in committed.elements() {
@@ -894,6 +857,21 @@ impl<'a> Router<'a> {
             ),
         }
     }
+}
+
+/// Every partition of `topic`, as the brokers list them now.
+fn all_partitions<C: Consumer<HelperContext>>(
+    consumer: &C,
+    topic: &str,
+) -> Result<TopicPartitionList, KafkaError> {
+    let md = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
+    let mut tpl = TopicPartitionList::new();
+    for t in md.topics() {
+        for p in t.partitions() {
+            tpl.add_partition(topic, p.id());
+        }
+    }
+    Ok(tpl)
 }
 
 /// Hands `record` to the transaction's producer, serving it while its queue is full.
