@@ -589,3 +589,37 @@ fn given_schema_and_changelog_envelope() {
         serde_json::from_str(&avro::schema_by_id(latest_id(&format!("{output}-value")))).unwrap();
     assert_eq!(schema["name"], "Envelope");
 }
+
+/// `SIDEJOIN_<SIDE>_HASH_BY` on an Avro side names a column its writer schema does not have:
+/// refused at start (exit 2) naming the column and the schema's fields, before any record.
+#[test]
+fn an_avro_side_repartitioned_by_a_column_its_schema_lacks_is_refused_at_start() {
+    let (left, right, output) = kafka::join_topics("avro-hash", [2, 1, 1]);
+    let app = kafka::unique("avro-hash-app");
+    avro::register(
+        &format!("{left}-value"),
+        &json!({"type": "record", "name": "Order", "fields": [
+            {"name": "id", "type": "long"}, {"name": "k", "type": "long"}
+        ]}),
+    );
+    let join = [
+        ("SIDEJOIN_LEFT_FORMAT", "avro"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        ("SIDEJOIN_BROADCAST", "right"),
+        ("SIDEJOIN_LEFT_HASH_BY", "region"),
+        ("SIDEJOIN_SELECT", "l.id AS id"),
+    ];
+    let mut env = kafka::base_env(&app, &left, &right, &output);
+    env.extend(join.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
+    let mut sj = Sidejoin::start("run", &env);
+    assert_eq!(sj.wait(WAIT), 2, "{}", sj.logs());
+    let logs = sj.logs();
+    assert!(
+        logs.contains(
+            "SIDEJOIN_LEFT_HASH_BY: `region` is not a field of the left side's Avro rows"
+        ) && logs.contains("latest version: id, k"),
+        "{logs}"
+    );
+}

@@ -230,7 +230,8 @@ fn latest_when_there(
             Ok(text) => return Ok(Some(text)),
             Err(e @ (RegistryError::NotFound(_) | RegistryError::Unavailable(_))) => {
                 tracing::warn!(
-                    "deriving the output Avro schema needs the input subject {subject}: {e}; not ready, retrying in {wait:?} (or set SIDEJOIN_OUTPUT_AVRO_SCHEMA)"
+                    "waiting for the input subject {subject} (the output Avro schema is derived from it, and a \
+                     repartitioned side's columns checked against it): {e}; not ready, retrying in {wait:?}"
                 );
             }
             Err(e) => return Err(format!("reading the input subject {subject}: {e}")),
@@ -244,6 +245,30 @@ fn latest_when_there(
         }
         wait = (wait * 2).min(std::time::Duration::from_secs(5));
     }
+}
+
+/// The top-level columns of `side`'s rows as the latest schema of its subject declares them
+/// (the `after` record of a Debezium envelope); `None` when `shutdown` came first.
+pub fn row_fields(
+    config: &Config,
+    registry: &Registry,
+    side: Side,
+    shutdown: &CancellationToken,
+) -> Result<Option<Vec<String>>, String> {
+    let spec = config.join.side(side);
+    let subject = format!("{}-value", spec.topic.as_deref().unwrap_or_default());
+    let Some(text) = latest_when_there(registry, &subject, shutdown)? else {
+        return Ok(None);
+    };
+    let parsed = Schema::parse_str(&text).map_err(|e| format!("{subject}: {e}"))?;
+    let record = match spec.format.envelope() {
+        Envelope::Debezium => debezium_row(&parsed, &subject)?,
+        _ => match parsed {
+            Schema::Record(r) => r,
+            _ => return Err(format!("{subject} is not a record schema")),
+        },
+    };
+    Ok(Some(record.fields.iter().map(|f| f.name.clone()).collect()))
 }
 
 /// An output record's key or value (JSON built by the output modes).

@@ -218,6 +218,9 @@ pub fn run_blocking(
     metrics: Arc<Metrics>,
     stop: &CancellationToken,
 ) -> Result<(), RunError> {
+    if !avro_fields_hold(cfg, side, stop)? {
+        return Ok(());
+    }
     let Some(placement) = placement(cfg, side, &target, stop)? else {
         return Ok(());
     };
@@ -288,6 +291,33 @@ pub fn run_blocking(
         router.finish();
     }
     Ok(())
+}
+
+/// An Avro side's hashed columns are fields of its writer schema (the subject's latest), else
+/// the start is refused naming the missing one; `false` on stop.
+fn avro_fields_hold(cfg: &Config, side: Side, stop: &CancellationToken) -> Result<bool, RunError> {
+    let spec = cfg.join.side(side);
+    let (true, Some(registry)) = (spec.format.is_avro(), &cfg.kafka.registry) else {
+        return Ok(true);
+    };
+    let registry = crate::avro::registry::Registry::new(registry)
+        .map_err(|e| RunError::Startup(StartupError::Registry(e)))?;
+    let fields = crate::avro::output::row_fields(cfg, &registry, side, stop)
+        .map_err(|e| RunError::Startup(StartupError::Registry(e)))?;
+    let Some(fields) = fields else {
+        return Ok(false);
+    };
+    let hashed = spec.hash_by.as_deref().unwrap_or_default();
+    match hashed.iter().find(|c| !fields.contains(c)) {
+        None => Ok(true),
+        Some(c) => Err(RunError::Startup(StartupError::Topics(format!(
+            "SIDEJOIN_{}_HASH_BY: `{c}` is not a field of the {side} side's Avro rows (subject `{}-value`, \
+             latest version: {}); every record would be unroutable",
+            side.var(),
+            cfg.join.topic(side),
+            fields.join(", ")
+        )))),
+    }
 }
 
 /// Whether `lease` is assigned partition 0 of `topic`; pauses what it is assigned (it reads
