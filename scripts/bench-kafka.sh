@@ -10,6 +10,8 @@
 #                   checkpoint transactions, every SIDEJOIN_COMMIT_INTERVAL, 100 ms by default)
 #   run-broadcast   `run` with SIDEJOIN_BROADCAST=right (not in the default set): every task
 #                   reads all of `right` into its own state (PARTITIONS copies of the right side)
+#   run-hashby      `run` with SIDEJOIN_LEFT_HASH_BY=$join_key (not in the default set): the left
+#                   side goes through the repartition router first (one thread, transactional)
 #   flink-rocksdb   the same join as Flink 2.2 SQL (scripts/flink/SidejoinFlinkJoin.java) at
 #                   parallelism 1 in one JVM, upsert-kafka in and out, RocksDB state backend
 #   flink-heap      the same with the hashmap (heap) state backend
@@ -48,8 +50,8 @@ FLINK_CONSUMER_PROPS="${FLINK_CONSUMER_PROPS-}"
 FLINK_LOG_LEVEL="${FLINK_LOG_LEVEL:-INFO}"
 for mode in $MODES; do
   case "$mode" in
-    passthrough | run-in-memory | run | run-eos | run-broadcast | flink-rocksdb | flink-heap) ;;
-    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run run-eos run-broadcast flink-rocksdb flink-heap)" >&2; exit 2 ;;
+    passthrough | run-in-memory | run | run-eos | run-broadcast | run-hashby | flink-rocksdb | flink-heap) ;;
+    *) echo "bench-kafka.sh: unknown mode $mode (passthrough run-in-memory run run-eos run-broadcast run-hashby flink-rocksdb flink-heap)" >&2; exit 2 ;;
   esac
 done
 say() { printf 'bench-kafka.sh: %s\n' "$*" >&2; }
@@ -173,6 +175,7 @@ measure() {
       local command=$mode guarantee=at_least_once extra=()
       [ "$mode" = run-eos ] && command=run guarantee=exactly_once
       [ "$mode" = run-broadcast ] && command=run extra=(SIDEJOIN_BROADCAST=right)
+      [ "$mode" = run-hashby ] && command=run extra=('SIDEJOIN_LEFT_HASH_BY=$join_key')
       start_sidejoin "$command" "$mode" "$out" "$dir/state-$mode" "$log" \
         SIDEJOIN_PROCESSING_GUARANTEE=$guarantee "${extra[@]}"
       ;;
