@@ -247,28 +247,39 @@ fn latest_when_there(
     }
 }
 
-/// The top-level columns of `side`'s rows as the latest schema of its subject declares them
-/// (the `after` record of a Debezium envelope); `None` when `shutdown` came first.
-pub fn row_fields(
+/// The record schema of `side`'s rows in the latest schema of its subject (the `after` record
+/// of a Debezium envelope); `None` when `shutdown` came first.
+fn row_record(
     config: &Config,
     registry: &Registry,
     side: Side,
     shutdown: &CancellationToken,
-) -> Result<Option<Vec<String>>, String> {
+) -> Result<Option<RecordSchema>, String> {
     let spec = config.join.side(side);
     let subject = format!("{}-value", spec.topic.as_deref().unwrap_or_default());
     let Some(text) = latest_when_there(registry, &subject, shutdown)? else {
         return Ok(None);
     };
     let parsed = Schema::parse_str(&text).map_err(|e| format!("{subject}: {e}"))?;
-    let record = match spec.format.envelope() {
+    Ok(Some(match spec.format.envelope() {
         Envelope::Debezium => debezium_row(&parsed, &subject)?,
         _ => match parsed {
             Schema::Record(r) => r,
             _ => return Err(format!("{subject} is not a record schema")),
         },
-    };
-    Ok(Some(record.fields.iter().map(|f| f.name.clone()).collect()))
+    }))
+}
+
+/// The top-level columns of `side`'s rows as the latest schema of its subject declares them;
+/// `None` when `shutdown` came first.
+pub fn row_fields(
+    config: &Config,
+    registry: &Registry,
+    side: Side,
+    shutdown: &CancellationToken,
+) -> Result<Option<Vec<String>>, String> {
+    let record = row_record(config, registry, side, shutdown)?;
+    Ok(record.map(|r| r.fields.iter().map(|f| f.name.clone()).collect()))
 }
 
 /// An output record's key or value (JSON built by the output modes).
@@ -285,21 +296,11 @@ fn derive_row(
 ) -> Result<Option<Value>, String> {
     let mut inputs: [Option<Value>; 2] = [None, None];
     for side in Side::BOTH {
-        let spec = config.join.side(side);
-        if !spec.format.is_avro() {
+        if !config.join.side(side).format.is_avro() {
             continue;
         }
-        let subject = format!("{}-value", spec.topic.as_deref().unwrap_or_default());
-        let Some(text) = latest_when_there(registry, &subject, shutdown)? else {
+        let Some(record) = row_record(config, registry, side, shutdown)? else {
             return Ok(None);
-        };
-        let parsed = Schema::parse_str(&text).map_err(|e| format!("{subject}: {e}"))?;
-        let record = match spec.format.envelope() {
-            Envelope::Debezium => debezium_row(&parsed, &subject)?,
-            _ => match parsed {
-                Schema::Record(r) => r,
-                _ => return Err(format!("{subject} is not a record schema")),
-            },
         };
         inputs[side.index()] = Some(fields_json(&record)?);
     }

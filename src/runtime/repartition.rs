@@ -615,6 +615,8 @@ impl<'a> Router<'a> {
         }
         self.parts.clear();
         self.next.clear();
+        // What was routed since the last commit is gone with the transaction.
+        self.uncommitted = 0;
         let _ = self.consumer.unassign();
     }
 
