@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::changelog::Side;
+use crate::change::Side;
 use crate::config::{Config, OutputMode};
 use crate::kafka::admin;
 

@@ -1,23 +1,18 @@
 //! sidejoin: joins two Kafka topics with Flink SQL stream-join semantics, without the retraction
-//! flood. The engine (`engine`) is pure; formats, output modes, replay, Kafka (`runtime`, `kafka`),
-//! metrics and HTTP are edges around it.
+//! flood. This crate is the binary's edge around the pure core (`sidejoin-core`) and the RocksDB
+//! store (`sidejoin-store`): the Kafka runtime (`runtime`, `kafka`), the schema registry
+//! (`avro`), metrics and HTTP, and `sidejoin check`.
+
+pub use sidejoin_config as config;
+pub use sidejoin_config::sql;
+pub use sidejoin_core::{
+    change, copartition, engine, format, partitioner, pipeline, replay, routing, row, sink, stats,
+};
+pub use sidejoin_store as store;
 
 pub mod avro;
-pub mod changelog;
 pub mod check;
-pub mod config;
-pub mod copartition;
-pub mod engine;
-pub mod format;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
-pub mod pipeline;
-pub mod repartition;
-pub mod replay;
-pub mod row;
 pub mod runtime;
-pub mod sink;
-pub mod sql;
-pub mod stats;
-pub mod store;

@@ -18,7 +18,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
-use crate::changelog::{Kind, Side};
+use crate::change::{Kind, Side};
 use crate::stats::{DropReason, Stats, UnmatchedReason};
 
 pub struct Metrics {

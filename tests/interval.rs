@@ -6,7 +6,7 @@ mod common;
 
 use common::interval_props::check_interval_join;
 use serde_json::json;
-use sidejoin::changelog::{Event, Input, JoinedChange, Kind, Row, Side};
+use sidejoin::change::{Event, Input, JoinedChange, Kind, Row, Side};
 use sidejoin::config::{self, Mode};
 use sidejoin::engine::{Engine, MemoryState};
 

@@ -7,7 +7,7 @@ use common::interval_props::check_interval_join;
 use common::props::check_join_type;
 use common::rocks::{Counting, TempRocks};
 use serde_json::json;
-use sidejoin::changelog::{Event, Input, Kind, Side};
+use sidejoin::change::{Event, Input, Kind, Side};
 use sidejoin::config::{self, Mode};
 use sidejoin::engine::{Engine, JoinState};
 
@@ -33,7 +33,7 @@ fn interval_joins_on_rocksdb_match_the_reference() {
 }
 
 fn insert(e: &mut Engine, s: &mut impl JoinState, k: u64, ts: i64) {
-    let row = sidejoin::changelog::Row::from_value(&json!({"k": k})).unwrap();
+    let row = sidejoin::change::Row::from_value(&json!({"k": k})).unwrap();
     let input = Input {
         side: Side::Left,
         partition: 0,

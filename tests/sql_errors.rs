@@ -292,7 +292,7 @@ fn broadcast_and_hash_by_key_hints_set_their_variables() {
         ("SIDEJOIN_OUTPUT_TOPIC", "out"),
     ];
     let cfg = load(&sql, &run, Mode::Run).expect("MRS's combination is accepted");
-    assert_eq!(cfg.join.broadcast, Some(sidejoin::changelog::Side::Right));
+    assert_eq!(cfg.join.broadcast, Some(sidejoin::change::Side::Right));
     assert_eq!(cfg.join.left.hash_by, Some(vec!["v".to_owned()]));
 }
 

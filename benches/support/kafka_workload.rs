@@ -11,7 +11,7 @@
 //!   append output.
 #![allow(dead_code)]
 
-use sidejoin::changelog::Side;
+use sidejoin::change::Side;
 use sidejoin::config::{self, Config, Mode};
 
 /// One Kafka record of the workload.

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use sidejoin::changelog::{Event, Kind, Row, Side};
+use sidejoin::change::{Event, Kind, Row, Side};
 use sidejoin::config::{self, Config, Mode};
 use sidejoin::engine::MemoryState;
 use sidejoin::pipeline::{Origin, Pipeline};

@@ -7,10 +7,10 @@
 //! byte, else as the JSON formats read keys (JSON, or text); the others ignore it, as the JSON
 //! formats do.
 
-use super::json::datum_to_json;
 use super::schemas::SchemaCache;
 use crate::config::Envelope;
 use crate::format::DecodeError;
+use sidejoin_core::avro::json::datum_to_json;
 
 /// The schema id and body of a framed record, or why it is not one.
 pub fn unframe<'a>(bytes: &'a [u8], what: &str) -> Result<(u32, &'a [u8]), DecodeError> {

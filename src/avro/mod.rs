@@ -8,16 +8,14 @@
 //! Output: `output` registers the output schemas at start and re-encodes the JSON records the
 //! output modes build (`encode`); replay prints JSON whatever the output format.
 
-pub mod encode;
 pub mod input;
-pub mod json;
 pub mod output;
 pub mod registry;
 pub mod schemas;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::Side;
+use crate::change::Side;
 use crate::config::{Config, Envelope};
 use crate::format::DecodeError;
 use registry::{Registry, RegistryError};

@@ -20,14 +20,14 @@ use apache_avro::schema::{RecordSchema, Schema};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::encode::encode;
 use super::registry::{Registry, RegistryError};
 use super::schemas::{retry, WriterSchema};
-use crate::changelog::Side;
+use crate::change::Side;
 use crate::config::select::{free_name, Select, SelectItem};
 use crate::config::{Config, Envelope, KeySource, OutputMode};
 use crate::format::DecodeError;
 use crate::sink::Records;
+use sidejoin_core::avro::encode::encode;
 
 /// A registered schema.
 struct Registered {

@@ -81,7 +81,7 @@ impl Registry {
             let pass = spec.password.as_deref().unwrap_or_default();
             format!(
                 "Basic {}",
-                super::json::base64(format!("{user}:{pass}").as_bytes())
+                sidejoin_core::avro::json::base64(format!("{user}:{pass}").as_bytes())
             )
         });
         Ok(Registry {

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apache_avro::schema::{Names, ResolvedSchema};
 use apache_avro::Schema;
 use rustc_hash::FxHashMap;
 
 use super::registry::{Registry, RegistryError};
+pub use sidejoin_core::avro::schema::WriterSchema;
 
 /// How long an id the registry does not know is answered from memory.
 const UNKNOWN_TTL: Duration = Duration::from_secs(30);
@@ -78,31 +78,6 @@ impl SchemaCache {
         WriterSchema::new(schema)
             .map(Arc::new)
             .map_err(|e| format!("schema id {id} {e}"))
-    }
-}
-
-/// A parsed schema with its named types, to follow references.
-pub struct WriterSchema {
-    pub root: Schema,
-    pub names: Names,
-}
-
-impl WriterSchema {
-    pub fn new(root: Schema) -> Result<Self, String> {
-        let names = ResolvedSchema::new(&root)
-            .map_err(|e| format!("cannot be resolved: {e}"))?
-            .get_names()
-            .iter()
-            .map(|(n, s)| (n.clone(), (*s).clone()))
-            .collect();
-        Ok(WriterSchema { root, names })
-    }
-
-    /// Parses an Avro schema's JSON text.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let schema =
-            Schema::parse_str(text).map_err(|e| format!("is not a valid Avro schema: {e}"))?;
-        Self::new(schema)
     }
 }
 

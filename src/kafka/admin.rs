@@ -10,7 +10,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::metadata::Metadata;
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::Side;
+use crate::change::Side;
 use crate::config::Config;
 
 /// Why sidejoin cannot start against these brokers.

@@ -14,7 +14,7 @@ use rdkafka::producer::ProducerContext;
 
 use rustc_hash::FxHashMap;
 
-use crate::changelog::Side;
+use crate::change::Side;
 use crate::metrics::Metrics;
 
 #[derive(Default)]

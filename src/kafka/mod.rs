@@ -7,7 +7,6 @@
 pub mod admin;
 pub mod context;
 pub mod deliveries;
-pub mod partitioner;
 
 use rdkafka::ClientConfig;
 
@@ -122,20 +121,20 @@ pub fn unique_id() -> String {
 }
 
 /// The changelog topic mirroring the state of `side`: `<app>-left-changelog`.
-pub fn changelog_topic(cfg: &Config, side: crate::changelog::Side) -> String {
+pub fn changelog_topic(cfg: &Config, side: crate::change::Side) -> String {
     format!("{}-{}-changelog", cfg.kafka.application_id, side.name())
 }
 
 /// The internal topic a repartitioned side (`SIDEJOIN_<SIDE>_HASH_BY`) is re-keyed into and
 /// consumed from: `<app>-left-repartition`.
-pub fn repartition_topic(cfg: &Config, side: crate::changelog::Side) -> String {
+pub fn repartition_topic(cfg: &Config, side: crate::change::Side) -> String {
     format!("{}-{}-repartition", cfg.kafka.application_id, side.name())
 }
 
 /// The repartition step's lease (`runtime::repartition`): a member of `<app>-<side>-router-lease`
 /// subscribed to the repartition topic, which never reads a record; whoever is assigned its
 /// partition 0 routes. A static member under `SIDEJOIN_INSTANCE_ID`, so a restart gets it back.
-pub fn router_lease_config(cfg: &Config, side: crate::changelog::Side) -> ClientConfig {
+pub fn router_lease_config(cfg: &Config, side: crate::change::Side) -> ClientConfig {
     let mut c = common(cfg, "router-lease", &[], &cfg.kafka.consumer_properties);
     if let Some(id) = &cfg.kafka.instance_id {
         c.set("group.instance.id", format!("{id}-{}-router", side.name()));
@@ -153,7 +152,7 @@ pub fn router_lease_config(cfg: &Config, side: crate::changelog::Side) -> Client
 
 /// The repartition step's consumer of the side's own topic: assigned explicitly (all
 /// partitions), its offsets committed to `<app>-<side>-router` inside the step's transactions.
-pub fn router_consumer_config(cfg: &Config, side: crate::changelog::Side) -> ClientConfig {
+pub fn router_consumer_config(cfg: &Config, side: crate::change::Side) -> ClientConfig {
     let mut c = common(
         cfg,
         "router",
@@ -174,7 +173,7 @@ pub fn router_consumer_config(cfg: &Config, side: crate::changelog::Side) -> Cli
 
 /// The repartition step's transactional producer: `transactional.id` `<app>-<side>-router`, one
 /// for the whole application, so a new router fences the one before it.
-pub fn router_producer_config(cfg: &Config, side: crate::changelog::Side) -> ClientConfig {
+pub fn router_producer_config(cfg: &Config, side: crate::change::Side) -> ClientConfig {
     transactional_config(
         cfg,
         &format!("{}-{}-router", cfg.kafka.application_id, side.name()),

@@ -31,7 +31,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::kafka::context::BroadcastContext;
 
 use super::input::{self, Input, PER_QUEUE};

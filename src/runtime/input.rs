@@ -24,7 +24,7 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Headers, Message};
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::kafka::context::JoinContext;
 
 use super::merge::{Buffered, Merge};

@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 
 /// One consumed record, owned (copied out of librdkafka's message).
 #[derive(Debug, Clone, PartialEq, Eq)]

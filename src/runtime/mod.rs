@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::Side;
+use crate::change::Side;
 use crate::config::Config;
 use crate::kafka::admin::StartupError;
 use crate::metrics::Metrics;

@@ -12,7 +12,7 @@ use rdkafka::types::RDKafkaErrorCode;
 
 use crate::format::DecodeError;
 use crate::kafka::deliveries::Deliveries;
-use crate::kafka::partitioner::partition_for;
+use crate::partitioner::partition_for;
 use crate::sink::Records;
 
 use super::merge::Buffered;

@@ -21,7 +21,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::{Message, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::config::Config;
 use crate::kafka::context::HelperContext;
 use crate::kafka::{self as k};

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use crate::avro::output::AvroOutput;
 use crate::avro::registry::Registry;
 use crate::avro::AvroInput;
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::config::{Config, OutputFormat};
 use crate::engine::state::{Checkpoint, Mirror};
 use crate::engine::JoinState;

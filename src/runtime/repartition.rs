@@ -1,5 +1,5 @@
 //! The repartition step (`SIDEJOIN_<SIDE>_HASH_BY`, SPEC §6): a side whose topic is not keyed
-//! the way the join needs is read, decoded, re-keyed by the hashed columns (`crate::repartition`)
+//! the way the join needs is read, decoded, re-keyed by the hashed columns (`crate::routing`)
 //! and written to `<app>-<side>-repartition`, which the join then consumes as that side's input
 //! (`join_config`), like Kafka Streams' repartition topics.
 //!
@@ -24,7 +24,7 @@
 //! deleted (delete-records), as Kafka Streams does; the topic keeps them otherwise
 //! (`retention.ms=-1`), so a slow join never loses input to retention.
 //!
-//! What it does not do: decide what a change becomes (`crate::repartition`), join, or read the
+//! What it does not do: decide what a change becomes (`crate::routing`), join, or read the
 //! repartition topic (the workers do, as any input).
 
 use std::collections::VecDeque;
@@ -42,14 +42,14 @@ use rdkafka::{Message, Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::avro::AvroInput;
-use crate::changelog::{Event, Side};
+use crate::change::{Event, Side};
 use crate::config::{Config, Format, OnError};
 use crate::format::{DecodeError, Decoder};
 use crate::kafka::admin::{self, StartupError};
 use crate::kafka::context::HelperContext;
 use crate::kafka::{self as k};
 use crate::metrics::Metrics;
-use crate::repartition::{learn, Learnt, Placement, Route, Routed, Sample};
+use crate::routing::{learn, Learnt, Placement, Route, Routed, Sample};
 
 use super::input;
 use super::merge::{next_head, Buffered, Head};
@@ -505,7 +505,7 @@ impl<'a> Router<'a> {
         let hashed = spec.hash_by.clone().unwrap_or_default();
         // A mirrored placement matches the other side's join key by position.
         let columns = match placement.form {
-            crate::repartition::KeyForm::Canonical => hashed,
+            crate::routing::KeyForm::Canonical => hashed,
             _ => spec.key.clone(),
         };
         let avro = match AvroInput::new(cfg) {

@@ -18,7 +18,7 @@ use rdkafka::producer::BaseProducer;
 use rdkafka::Message;
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::config::{Config, Guarantee, OnError, OnViolation};
 use crate::copartition;
 use crate::kafka::admin::{self, StartupError};

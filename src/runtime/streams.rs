@@ -11,7 +11,7 @@
 //!
 //! What it does not do: consume, commit or store anything.
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 
 /// One input of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
 use serde_json::{json, Value};
-use sidejoin::changelog::{Event, Input, Kind, Side};
+use sidejoin::change::{Event, Input, Kind, Side};
 use sidejoin::config::{self, Mode};
 use sidejoin::engine::{Engine, JoinState};
 
@@ -203,7 +203,7 @@ pub fn run_engine<S: JoinState>(
     engine.set_partitions(&partitions, 0);
     let mut outs = Vec::new();
     let mut collect =
-        |cause: u64, changes: Vec<sidejoin::changelog::JoinedChange>| -> Result<(), String> {
+        |cause: u64, changes: Vec<sidejoin::change::JoinedChange>| -> Result<(), String> {
             for ch in changes {
                 if ch.kind != Kind::Insert {
                     return Err(format!("cause {cause}: {} is not an insert", ch.kind));
@@ -222,7 +222,7 @@ pub fn run_engine<S: JoinState>(
         } else {
             json!(r.key)
         };
-        let row = sidejoin::changelog::Row::from_value(&json!({"k": k, "n": i + 1})).unwrap();
+        let row = sidejoin::change::Row::from_value(&json!({"k": k, "n": i + 1})).unwrap();
         let mut changes = Vec::new();
         let input = Input {
             side: side_of(r),

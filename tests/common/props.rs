@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
 use serde_json::{json, Map, Value};
-use sidejoin::changelog::{Input, JoinedChange, Kind, Side};
+use sidejoin::change::{Input, JoinedChange, Kind, Side};
 use sidejoin::config::{self, Mode};
 use sidejoin::engine::{project::Projection, Engine, JoinState};
 use sidejoin::format;

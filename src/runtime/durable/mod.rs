@@ -42,7 +42,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::config::Guarantee;
 use crate::engine::layout;
 use crate::kafka::deliveries::{changelog_opaque, Deliveries};

@@ -23,7 +23,7 @@ use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
-use crate::changelog::{Partition, Side};
+use crate::change::{Partition, Side};
 use crate::engine::layout;
 use crate::kafka::admin::StartupError;
 use crate::kafka::context::HelperContext;

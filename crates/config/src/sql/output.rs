@@ -1,0 +1,144 @@
+//! The join's output: the SELECT list with `*` expanded into declared columns and named after the
+//! sink's columns, and every setting of the join itself (type, keys, interval, SELECT).
+
+use sqlparser::ast::{Select, SelectItem, SelectItemQualifiedWildcardKind};
+
+use super::condition::Condition;
+use super::error::{Result, SqlError};
+use super::query::{at, column, refuse, Input, Join};
+use super::settings::Settings;
+use super::time::env_duration;
+use crate::Side;
+
+/// One output column: `(side, input column, output name if given)`.
+pub type Projected = (Side, String, Option<String>);
+
+/// The SELECT list with `*` and `t.*` expanded into the tables' declared physical columns.
+pub fn projection(
+    s: &Select,
+    inputs: &[Input; 2],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Projected>> {
+    let mut out = Vec::new();
+    let mut all = |side: Side, out: &mut Vec<Projected>| {
+        let t = inputs[side.index()].table;
+        for c in &t.columns {
+            match &c.ty {
+                Some(_) => out.push((side, c.name.clone(), None)),
+                None => warnings.push(format!(
+                    "column `{}` of `{}` is PROCTIME(), which sidejoin does not materialise: `*` leaves it out",
+                    c.name, t.name
+                )),
+            }
+        }
+    };
+    for item in &s.projection {
+        match item {
+            SelectItem::Wildcard(_) => {
+                all(Side::Left, &mut out);
+                all(Side::Right, &mut out);
+            }
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+                let q = n.to_string().replace('`', "");
+                let Some(side) = Side::BOTH
+                    .into_iter()
+                    .find(|s| inputs[s.index()].is_called(&q))
+                else {
+                    return refuse(item, "unknown table or alias");
+                };
+                all(side, &mut out);
+            }
+            SelectItem::UnnamedExpr(e) => {
+                let c = column(e, inputs)?;
+                out.push((c.side, c.column, None));
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let c = column(expr, inputs)?;
+                out.push((c.side, c.column, Some(alias.value.clone())));
+            }
+            _ => {
+                return refuse(
+                    item,
+                    "unsupported SELECT item: expected `t.col [AS name]`, `col`, `t.*` or `*`",
+                )
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the join's settings: type, keys, interval (with the tables' watermarks) and SELECT.
+pub fn settings(
+    s: &mut Settings,
+    join: &Join,
+    cond: &Condition,
+    select: &[Projected],
+    output_names: Option<&[String]>,
+) -> Result<()> {
+    let ja = join.join_at;
+    let jt = format!("{} JOIN", join.join_type.to_ascii_uppercase());
+    s.set("JOIN_TYPE", join.join_type, ja, &jt)?;
+    let on = join.condition.map(|c| c.to_string()).unwrap_or_default();
+    let on_at = join.condition.map(at).unwrap_or(ja);
+    let lk: Vec<&str> = cond.keys.iter().map(|k| k.0.as_str()).collect();
+    let rk: Vec<&str> = cond.keys.iter().map(|k| k.1.as_str()).collect();
+    s.set("LEFT_KEY", lk.join(","), on_at, &on)?;
+    s.set("RIGHT_KEY", rk.join(","), on_at, &on)?;
+    let iv = &cond.interval;
+    if let (Some(lo), Some(hi), Some(iat)) = (iv.lower_ms, iv.upper_ms, iv.at) {
+        s.set("INTERVAL_LOWER", env_duration(lo), iat, &on)?;
+        s.set("INTERVAL_UPPER", env_duration(hi), iat, &on)?;
+        let mut delays = Vec::new();
+        for side in Side::BOTH {
+            let t = join.inputs[side.index()].table;
+            let col = iv.time[side.index()].clone().unwrap_or_default();
+            s.set(&format!("{}_TIME", side.var()), &col, iat, &on)?;
+            if let Some((wcol, delay, wat)) = &t.watermark {
+                if wcol == &col {
+                    delays.push((*delay, *wat, t.name.clone()));
+                }
+            }
+        }
+        if let Some((d, wat, name)) = delays.first() {
+            if let Some((d2, wat2, name2)) = delays.get(1).filter(|x| x.0 != *d) {
+                return Err(SqlError::new(*wat2, format!("WATERMARK of {name2}"), format!(
+                    "delays the watermark by {} but the WATERMARK of {name} at {wat} by {}; sidejoin has one SIDEJOIN_WATERMARK_DELAY for both sides",
+                    env_duration(*d2), env_duration(*d)
+                )));
+            }
+            s.set(
+                "WATERMARK_DELAY",
+                env_duration(*d),
+                *wat,
+                format!("WATERMARK of {name}"),
+            )?;
+        }
+    }
+    if let Some(names) = output_names {
+        if names.len() != select.len() {
+            return Err(SqlError::new(
+                at(join.select),
+                "SELECT",
+                format!(
+                    "selects {} column(s) but the sink has {} ({}); INSERT maps them by position",
+                    select.len(),
+                    names.len(),
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    let items: Vec<String> = select
+        .iter()
+        .enumerate()
+        .map(|(i, (side, col, alias))| {
+            let p = if *side == Side::Left { "l" } else { "r" };
+            match output_names.map(|n| &n[i]).or(alias.as_ref()) {
+                Some(name) => format!("{p}.{col} AS {name}"),
+                None => format!("{p}.{col}"),
+            }
+        })
+        .collect();
+    s.set("SELECT", items.join(", "), at(join.select), "SELECT list")?;
+    Ok(())
+}

@@ -1,0 +1,646 @@
+//! SELECT projection (SPEC §3) as byte concatenation: the output row for a left and a right row
+//! (either may be missing: null padding) is written as compact JSON straight from the input rows'
+//! stored text, and the output key (SPEC §5) from the same values. No tree is built.
+//!
+//! Output names follow `config::select`: fixed lists have their names (and the `"name":`
+//! fragments) decided once; with a `*` item they are decided per output row, a column taking the
+//! first free suffix when its name is already taken in that row.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use super::column::Column;
+use crate::change::Side;
+use crate::config::select::{Select, SelectItem};
+use crate::config::{KeyColumn, KeySource};
+use crate::row::shape::UNKNOWN;
+use crate::row::{escape_name, Json, Kind, Row};
+
+/// Where one column of a projected output row is, in the output buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutCol {
+    pub name: Range<usize>,
+    pub value: Range<usize>,
+}
+
+/// Where an output column's value comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// The column of that name (fixed lists: looked up per row, with a position hint).
+    Named(Column),
+    /// The `i`-th column of the row (star lists: the row's shape is known).
+    At(usize),
+    /// Columns `from..=to` of the row, copied with their own names (the prefix is only `{` or
+    /// `,`).
+    Run(usize, usize),
+    /// Nothing: `null`.
+    Null,
+}
+
+/// One output column: `{"name":` (first) or `,"name":` (others), and its value's source.
+#[derive(Debug, Clone)]
+struct Part {
+    prefix: Vec<u8>,
+    side: Side,
+    source: Source,
+}
+
+fn part(first: bool, name: &[u8], side: Side, source: Source) -> Part {
+    let mut prefix = Vec::with_capacity(name.len() + 4);
+    prefix.extend_from_slice(if first { b"{\"" } else { b",\"" });
+    prefix.extend_from_slice(name);
+    prefix.extend_from_slice(b"\":");
+    Part {
+        prefix,
+        side,
+        source,
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Item {
+    Column {
+        side: Side,
+        column: Column,
+        /// The escaped `AS` name.
+        alias: Option<Vec<u8>>,
+    },
+    All(Side),
+}
+
+/// The shape of one side's row as a layout knows it.
+#[derive(Debug, Clone, PartialEq)]
+enum Shape {
+    Absent,
+    /// A shape number (`row::shape`).
+    Id(u32),
+    /// The column names of a row whose shape has no number.
+    Names(Vec<Box<[u8]>>),
+}
+
+/// The output columns of a star list for rows of one shape each.
+#[derive(Debug, Clone)]
+struct Layout {
+    shapes: [Shape; 2],
+    parts: Vec<Part>,
+}
+
+/// Output columns are worked out once per pair of row shapes (star lists: their names depend on
+/// the rows' column names; all lists: where each value is) and reused; a few are remembered.
+#[derive(Debug, Clone, Default)]
+struct Layouts {
+    recent: Vec<Layout>,
+    next: usize,
+}
+
+const LAYOUTS: usize = 4;
+
+#[inline]
+fn same_shape(shape: &Shape, row: Option<&Row>) -> bool {
+    match (shape, row) {
+        (Shape::Absent, None) => true,
+        (Shape::Id(id), Some(r)) => r.shape() == *id,
+        (Shape::Names(names), Some(r)) => r.shape() == UNKNOWN && r.has_names(names),
+        _ => false,
+    }
+}
+
+fn shape_of(row: Option<&Row>) -> Shape {
+    match row {
+        None => Shape::Absent,
+        Some(r) if r.shape() != UNKNOWN => Shape::Id(r.shape()),
+        Some(r) => Shape::Names(r.columns().map(|(n, _)| n.into()).collect()),
+    }
+}
+
+/// A compiled SELECT list.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    select: Select,
+    /// The output columns of a list without `*` items.
+    fixed: Option<Vec<Part>>,
+    items: Vec<Item>,
+    /// Escaped `AS` names, which other columns must not take.
+    reserved: Vec<Vec<u8>>,
+    layouts: RefCell<Layouts>,
+}
+
+fn escaped(name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    escape_name(name, &mut out);
+    out
+}
+
+fn pick<'r>(side: Side, left: Option<&'r Row>, right: Option<&'r Row>) -> Option<&'r Row> {
+    match side {
+        Side::Left => left,
+        Side::Right => right,
+    }
+}
+
+/// The first free name among `base`, `base0`, `base1`, … given the names taken.
+fn free_name(base: &[u8], taken: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
+    if !taken(base) {
+        return base.to_vec();
+    }
+    let mut name = base.to_vec();
+    for i in 0u64.. {
+        name.truncate(base.len());
+        name.extend_from_slice(i.to_string().as_bytes());
+        if !taken(&name) {
+            break;
+        }
+    }
+    name
+}
+
+impl Projection {
+    pub fn new(items: Vec<SelectItem>) -> Self {
+        let select = Select::new(items);
+        let fixed = select.fixed().map(|names| {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, (name, side, column))| {
+                    part(
+                        i == 0,
+                        &escaped(name),
+                        *side,
+                        Source::Named(Column::new(column.as_str())),
+                    )
+                })
+                .collect()
+        });
+        let items = select
+            .items()
+            .iter()
+            .map(|i| match i {
+                SelectItem::Column {
+                    side,
+                    column,
+                    alias,
+                } => Item::Column {
+                    side: *side,
+                    column: Column::new(column.as_str()),
+                    alias: alias.as_deref().map(escaped),
+                },
+                SelectItem::All(side) => Item::All(*side),
+            })
+            .collect();
+        let reserved: Vec<Vec<u8>> = select.reserved().iter().map(|r| escaped(r)).collect();
+        Projection {
+            select,
+            fixed,
+            items,
+            reserved,
+            layouts: RefCell::new(Layouts::default()),
+        }
+    }
+
+    pub fn select(&self) -> &Select {
+        &self.select
+    }
+
+    /// Appends the output row for a left and a right row (a missing side is null-padded) to
+    /// `out` as compact JSON, and, when `cols` is given, where each of its columns is.
+    pub fn project_into(
+        &self,
+        left: Option<&Row>,
+        right: Option<&Row>,
+        out: &mut Vec<u8>,
+        cols: Option<&mut Vec<OutCol>>,
+    ) {
+        // Rows of known shapes take a layout with each column's position; a fixed list has its
+        // parts by name for rows of shapes without a number.
+        let unknown = |r: Option<&Row>| r.is_some_and(|r| r.shape() == UNKNOWN);
+        if let (Some(parts), true) = (&self.fixed, unknown(left) || unknown(right)) {
+            return write(parts, left, right, out, cols);
+        }
+        let mut layouts = self.layouts.borrow_mut();
+        let found = layouts
+            .recent
+            .iter()
+            .position(|l| same_shape(&l.shapes[0], left) && same_shape(&l.shapes[1], right));
+        let at = match found {
+            Some(i) => i,
+            None => {
+                let layout = self.layout(left, right);
+                let l = &mut *layouts;
+                if l.recent.len() < LAYOUTS {
+                    l.recent.push(layout);
+                    l.recent.len() - 1
+                } else {
+                    let i = l.next;
+                    l.recent[i] = layout;
+                    l.next = (i + 1) % LAYOUTS;
+                    i
+                }
+            }
+        };
+        write(&layouts.recent[at].parts, left, right, out, cols);
+    }
+
+    /// Works out the output columns for rows shaped like `left` and `right`: `AS` names as
+    /// given, every other column under its first free name (the names `Select` fixes, for lists
+    /// without `*`), each with where its value is in those rows.
+    fn layout(&self, left: Option<&Row>, right: Option<&Row>) -> Layout {
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        // (output name, side, source, whether the name is the input column's own)
+        let mut columns: Vec<(Vec<u8>, Side, Source, bool)> = Vec::new();
+        let mut add = |names: &mut Vec<Vec<u8>>, base: &[u8], free: bool, side, source| {
+            let name = if free {
+                free_name(base, &|n| {
+                    self.reserved.iter().any(|r| r == n) || names.iter().any(|t| t == n)
+                })
+            } else {
+                base.to_vec()
+            };
+            let own = free && name == base;
+            columns.push((name.clone(), side, source, own));
+            names.push(name);
+        };
+        for item in &self.items {
+            match item {
+                Item::Column {
+                    side,
+                    column,
+                    alias,
+                } => {
+                    let source = pick(*side, left, right)
+                        .and_then(|r| r.find(column.escaped(), 0))
+                        .map_or(Source::Null, |(i, _)| Source::At(i));
+                    match alias {
+                        Some(a) => add(&mut names, a, false, *side, source),
+                        None => add(&mut names, column.escaped(), true, *side, source),
+                    }
+                }
+                Item::All(side) => {
+                    if let Some(r) = pick(*side, left, right) {
+                        for (i, (name, _)) in r.columns().enumerate() {
+                            add(&mut names, name, true, *side, Source::At(i));
+                        }
+                    }
+                }
+            }
+        }
+        Layout {
+            shapes: [shape_of(left), shape_of(right)],
+            parts: runs(columns),
+        }
+    }
+
+    /// The output row as a `Row` (tests and diagnostics; the hot path uses `project_into`).
+    pub fn project(&self, left: Option<&Row>, right: Option<&Row>) -> Row {
+        let mut out = Vec::new();
+        self.project_into(left, right, &mut out, None);
+        Row::from_compact(&out)
+    }
+}
+
+/// The parts of a star layout: consecutive columns of one row that keep their own names become
+/// one run, copied in one piece.
+fn runs(columns: Vec<(Vec<u8>, Side, Source, bool)>) -> Vec<Part> {
+    let mut parts: Vec<Part> = Vec::new();
+    for (name, side, source, own) in columns {
+        let first = parts.is_empty();
+        if let (true, Source::At(i)) = (own, &source) {
+            if let Some(Part {
+                source: Source::Run(_, to),
+                side: s,
+                ..
+            }) = parts.last_mut()
+            {
+                if *s == side && *to + 1 == *i {
+                    *to = *i;
+                    continue;
+                }
+            }
+            parts.push(Part {
+                prefix: if first { b"{".to_vec() } else { b",".to_vec() },
+                side,
+                source: Source::Run(*i, *i),
+            });
+            continue;
+        }
+        parts.push(part(first, &name, side, source));
+    }
+    parts
+}
+
+/// Writes the output row of `parts` for `left`/`right`.
+fn write(
+    parts: &[Part],
+    left: Option<&Row>,
+    right: Option<&Row>,
+    out: &mut Vec<u8>,
+    mut cols: Option<&mut Vec<OutCol>>,
+) {
+    if let Some(c) = cols.as_deref_mut() {
+        c.clear();
+    }
+    if parts.is_empty() {
+        out.push(b'{');
+    }
+    for p in parts {
+        let row = pick(p.side, left, right);
+        if let (Source::Run(from, to), Some(r)) = (&p.source, row) {
+            out.extend_from_slice(&p.prefix);
+            let at = out.len();
+            out.extend_from_slice(r.run(*from, *to));
+            if let Some(c) = cols.as_deref_mut() {
+                // The run starts at the opening quote of column `from`'s name.
+                let base = r.column_ranges(*from).0.start - 1;
+                for i in *from..=*to {
+                    let (n, v) = r.column_ranges(i);
+                    c.push(OutCol {
+                        name: n.start - base + at..n.end - base + at,
+                        value: v.start - base + at..v.end - base + at,
+                    });
+                }
+            }
+            continue;
+        }
+        let name = out.len() + 2..out.len() + p.prefix.len() - 2;
+        out.extend_from_slice(&p.prefix);
+        let start = out.len();
+        let value = match &p.source {
+            Source::Named(c) => row.and_then(|r| c.get(r)),
+            Source::At(i) => row.map(|r| r.value_at(*i)),
+            Source::Run(..) | Source::Null => None,
+        };
+        match value {
+            Some(v) => out.extend_from_slice(v.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        if let Some(c) = cols.as_deref_mut() {
+            c.push(OutCol {
+                name,
+                value: start..out.len(),
+            });
+        }
+    }
+    out.push(b'}');
+}
+
+#[derive(Debug, Clone)]
+enum KeyPart {
+    /// A column of an input row: keys derived through `l.*`/`r.*`, and output columns of fixed
+    /// SELECT lists (which hold exactly an input column's value).
+    Input(Side, Column),
+    /// The output column of that (escaped) name, found per row (star lists).
+    Named(Vec<u8>),
+}
+
+/// The output key (`SIDEJOIN_OUTPUT_KEY`): compact JSON of the key columns in order, e.g.
+/// `{"user_id":"1"}`, numbers written without an integral fraction so `1` and `1.0` give the
+/// same bytes.
+#[derive(Debug, Clone)]
+pub struct OutputKey {
+    /// `"name":` and where the value comes from.
+    parts: Vec<(Vec<u8>, KeyPart)>,
+}
+
+impl OutputKey {
+    pub fn new(key: &[KeyColumn], projection: &Projection) -> Self {
+        let parts = key
+            .iter()
+            .map(|k| {
+                let mut prefix = vec![b'"'];
+                escape_name(&k.name, &mut prefix);
+                prefix.extend_from_slice(b"\":");
+                let part = match &k.source {
+                    KeySource::Input(side, c) => KeyPart::Input(*side, Column::new(c.as_str())),
+                    KeySource::Output => match projection.select.source_of(&k.name) {
+                        Some((side, c)) => KeyPart::Input(side, Column::new(c)),
+                        None => KeyPart::Named(escaped(&k.name)),
+                    },
+                };
+                (prefix, part)
+            })
+            .collect();
+        OutputKey { parts }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Whether `write` needs the projected columns (a key named after output columns of a star
+    /// list).
+    pub fn needs_columns(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|(_, p)| matches!(p, KeyPart::Named(_)))
+    }
+
+    /// Appends the key of the output row just projected into `out` (whose columns are `cols`),
+    /// built from `left`/`right`.
+    pub fn write(
+        &self,
+        out: &mut Vec<u8>,
+        cols: &[OutCol],
+        left: Option<&Row>,
+        right: Option<&Row>,
+    ) {
+        out.push(b'{');
+        for (i, (prefix, part)) in self.parts.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(prefix);
+            let value: Option<Range<usize>> = match part {
+                KeyPart::Input(side, c) => match pick(*side, left, right).and_then(|r| c.get(r)) {
+                    Some(v) => {
+                        write_key_value(v, out);
+                        continue;
+                    }
+                    None => None,
+                },
+                KeyPart::Named(n) => cols
+                    .iter()
+                    .find(|c| &out[c.name.clone()] == n.as_slice())
+                    .map(|c| c.value.clone()),
+            };
+            match value {
+                Some(range) if is_key_canonical(&out[range.clone()]) => {
+                    out.extend_from_within(range)
+                }
+                Some(range) => {
+                    let v = out[range].to_vec();
+                    write_key_value(Json::new_unchecked(&v), out);
+                }
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        out.push(b'}');
+    }
+}
+
+/// Whether `write_key_value` would write the value text as it is: no fraction or exponent, no
+/// escapes, no nested values.
+fn is_key_canonical(text: &[u8]) -> bool {
+    match text.first() {
+        Some(b'"') => !text.contains(&b'\\'),
+        Some(b'-' | b'0'..=b'9') => {
+            !text.starts_with(b"-0") && !text.iter().any(|c| matches!(c, b'.' | b'e' | b'E'))
+        }
+        Some(b'[' | b'{') => false,
+        _ => true,
+    }
+}
+
+/// Writes a key value: integral numbers without a fraction (`1.0` as `1`), strings without
+/// needless escapes, so equal values give equal bytes.
+pub fn write_key_value(v: Json<'_>, out: &mut Vec<u8>) {
+    let text = v.as_bytes();
+    if is_key_canonical(text) {
+        out.extend_from_slice(text);
+        return;
+    }
+    let written = match v.kind() {
+        Kind::Number => {
+            use crate::row::value::Numeric;
+            match v.numeric() {
+                Some(Numeric::Int(i)) => serde_json::to_writer(&mut *out, &i),
+                Some(Numeric::Uint(u)) => serde_json::to_writer(&mut *out, &u),
+                Some(Numeric::Float(f)) => serde_json::to_writer(&mut *out, &f),
+                None => {
+                    out.extend_from_slice(text);
+                    Ok(())
+                }
+            }
+        }
+        Kind::String if text.contains(&b'\\') => {
+            serde_json::to_writer(&mut *out, v.as_str().unwrap_or_default().as_ref())
+        }
+        Kind::Array | Kind::Object => {
+            serde_json::to_writer(&mut *out, &normalize_numbers(&v.to_value()))
+        }
+        _ => {
+            out.extend_from_slice(text);
+            Ok(())
+        }
+    };
+    // Writing JSON values into a Vec cannot fail.
+    debug_assert!(written.is_ok());
+}
+
+/// Integral numbers without a fraction, recursively (nested key values).
+fn normalize_numbers(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                Value::Number(serde_json::Number::from(f as i64))
+            } else {
+                v.clone()
+            }
+        }
+        Value::Array(a) => Value::Array(a.iter().map(normalize_numbers).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), normalize_numbers(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn row(v: Value) -> Row {
+        Row::from_value(&v).unwrap()
+    }
+
+    fn all() -> Projection {
+        Projection::new(vec![
+            SelectItem::All(Side::Left),
+            SelectItem::All(Side::Right),
+        ])
+    }
+
+    #[test]
+    fn default_select_suffixes_per_row() {
+        let l = row(json!({"id": 1, "id0": 2}));
+        let r = row(json!({"id": 1, "w": 3}));
+        assert_eq!(
+            all().project(Some(&l), Some(&r)).to_value(),
+            json!({"id": 1, "id0": 2, "id1": 1, "w": 3})
+        );
+        // A right-padded row keeps the right names.
+        assert_eq!(
+            all().project(None, Some(&r)).to_value(),
+            json!({"id": 1, "w": 3})
+        );
+        assert_eq!(
+            all().project(Some(&l), None).to_value(),
+            json!({"id": 1, "id0": 2})
+        );
+    }
+
+    #[test]
+    fn fixed_names_and_padding() {
+        let p = Projection::new(vec![
+            SelectItem::Column {
+                side: Side::Left,
+                column: "id".into(),
+                alias: None,
+            },
+            SelectItem::Column {
+                side: Side::Right,
+                column: "id".into(),
+                alias: None,
+            },
+            SelectItem::Column {
+                side: Side::Right,
+                column: "x".into(),
+                alias: Some("id0".into()),
+            },
+        ]);
+        let out = p.project(Some(&Row::parse(br#"{"id":7.50}"#).unwrap()), None);
+        assert_eq!(out.json(), br#"{"id":7.50,"id1":null,"id0":null}"#);
+    }
+
+    #[test]
+    fn keys_are_compact_json_in_key_order() {
+        let p = Projection::new(vec![SelectItem::All(Side::Left)]);
+        let l = row(json!({"b": 2.0, "a": "x", "s": "\u{0061}"}));
+        let key = OutputKey::new(
+            &[
+                KeyColumn {
+                    name: "a".into(),
+                    source: KeySource::Output,
+                },
+                KeyColumn {
+                    name: "b".into(),
+                    source: KeySource::Output,
+                },
+                KeyColumn {
+                    name: "c".into(),
+                    source: KeySource::Output,
+                },
+                KeyColumn {
+                    name: "s".into(),
+                    source: KeySource::Input(Side::Left, "s".into()),
+                },
+            ],
+            &p,
+        );
+        let (mut out, mut cols) = (Vec::new(), Vec::new());
+        assert!(key.needs_columns());
+        p.project_into(Some(&l), None, &mut out, Some(&mut cols));
+        let start = out.len();
+        key.write(&mut out, &cols, Some(&l), None);
+        assert_eq!(&out[start..], br#"{"a":"x","b":2,"c":null,"s":"a"}"#);
+        let mut v = Vec::new();
+        write_key_value(Json::new_unchecked(br#"{"a":1.0,"b":[2.0,2.5]}"#), &mut v);
+        assert_eq!(v, br#"{"a":1,"b":[2,2.5]}"#);
+        v.clear();
+        write_key_value(Json::new_unchecked(br#""\u0061""#), &mut v);
+        assert_eq!(v, br#""a""#);
+    }
+}

@@ -1,0 +1,253 @@
+//! `sidejoin replay` (SPEC §10): the same pipeline as `run`, driven by a JSONL file of records
+//! instead of Kafka, with in-memory (or any) state.
+//!
+//! Each input line is one arriving record `{"side", "key", "value", "timestamp"?, "partition"?}`;
+//! each output line is one change `{"op","row","cause"}` (or, with `--records`, one Kafka record
+//! `{"key","value","cause"}`), `cause` being the 1-based input line. Diagnostics and the final
+//! `{"stats":…}` line go to the error stream.
+
+use std::io::{self, BufRead, Write};
+
+use serde_json::json;
+
+use crate::change::{Partition, Side};
+use crate::config::Config;
+use crate::engine::JoinState;
+use crate::pipeline::{ErrorAction, Origin, Pipeline};
+use crate::row::scan::{self, Kind};
+use crate::row::Json;
+use crate::sink::Records;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayOptions {
+    /// Print the Kafka records of the output mode instead of changes.
+    pub records: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("line {line}: {message}")]
+    BadLine { line: usize, message: String },
+    #[error("line {line}: cannot decode the {side} record: {error} (SIDEJOIN_ON_ERROR=fail)")]
+    Failed {
+        line: usize,
+        side: Side,
+        error: String,
+    },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// One parsed input line; `key` and `value` are the record's bytes (JSON text).
+struct Line<'a> {
+    side: Side,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+    timestamp: Option<i64>,
+    partition: Partition,
+}
+
+fn parse_line(text: &str) -> Result<Line<'_>, String> {
+    let bytes = text.as_bytes();
+    let scanned = scan::scan(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    if scanned.kind != Kind::Object {
+        return Err("not a JSON object".into());
+    }
+    let field = |name: &str| {
+        scanned
+            .members
+            .iter()
+            .rev()
+            .find(|m| &bytes[m.name.0..m.name.1] == name.as_bytes())
+            .map(|m| Json::new_unchecked(&bytes[m.value.0..m.value.1]))
+    };
+    let side = match field("side") {
+        Some(v) if v.as_str().as_deref() == Some("left") => Side::Left,
+        Some(v) if v.as_str().as_deref() == Some("right") => Side::Right,
+        Some(other) => {
+            return Err(format!(
+                "`side` must be \"left\" or \"right\", found {other:?}"
+            ))
+        }
+        None => return Err("missing `side` (\"left\" or \"right\")".into()),
+    };
+    let timestamp = match field("timestamp") {
+        None => None,
+        Some(v) if v.is_null() => None,
+        Some(v)
+            if v.kind() == Kind::Number
+                && !v.as_bytes().contains(&b'.')
+                && v.as_i64().is_some() =>
+        {
+            v.as_i64()
+        }
+        Some(other) => {
+            return Err(format!(
+                "`timestamp` must be epoch milliseconds (an integer), found {other:?}"
+            ))
+        }
+    };
+    let partition = match field("partition") {
+        None => 0,
+        Some(v) if v.is_null() => 0,
+        Some(v)
+            if v.kind() == Kind::Number
+                && v.as_i64()
+                    .is_some_and(|p| (0..=i64::from(Partition::MAX)).contains(&p))
+                && !v.as_bytes().contains(&b'.') =>
+        {
+            v.as_i64().unwrap_or(0) as Partition
+        }
+        Some(other) => {
+            return Err(format!(
+                "`partition` must be a non-negative integer, found {other:?}"
+            ))
+        }
+    };
+    let bytes_of = |name: &str| field(name).filter(|v| !v.is_null()).map(|v| v.as_bytes());
+    Ok(Line {
+        side,
+        key: bytes_of("key"),
+        value: bytes_of("value"),
+        timestamp,
+        partition,
+    })
+}
+
+fn write_changes<S: JoinState>(
+    pipeline: &Pipeline<S>,
+    cause: usize,
+    opts: ReplayOptions,
+    records: &mut Records,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if opts.records {
+        records.clear();
+        pipeline.records(0, records);
+        for r in &records.records {
+            out.write_all(b"{\"key\":")?;
+            out.write_all(records.key(r).unwrap_or(b"null"))?;
+            out.write_all(b",\"value\":")?;
+            out.write_all(records.value(r).unwrap_or(b"null"))?;
+            writeln!(out, ",\"cause\":{cause}}}")?;
+        }
+    } else {
+        let changes = pipeline.changes();
+        for c in &changes.changes {
+            write!(out, "{{\"op\":\"{}\",\"row\":", c.kind.short())?;
+            out.write_all(changes.row(c))?;
+            writeln!(out, ",\"cause\":{cause}}}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Replays `input` through a pipeline over `state`, writing results to `out` and diagnostics and
+/// the final stats line to `err`.
+pub fn replay<S: JoinState>(
+    config: &Config,
+    state: S,
+    input: impl BufRead,
+    out: &mut impl Write,
+    err: &mut impl Write,
+    opts: ReplayOptions,
+) -> Result<(), ReplayError> {
+    for w in &config.warnings {
+        writeln!(err, "{}", json!({ "warning": w }))?;
+    }
+    let mut pipeline = Pipeline::new(config, state);
+    let result = run_lines(config, &mut pipeline, input, out, err, opts);
+    writeln!(err, "{}", json!({"stats": pipeline.stats().to_json()}))?;
+    out.flush()?;
+    result
+}
+
+/// The input partitions named by `lines` (at least partition 0): replay's stand-in for a
+/// consumer assignment, which the interval join's watermark waits for.
+fn partitions(lines: &[String]) -> Vec<Partition> {
+    let mut ps: Vec<Partition> = lines
+        .iter()
+        .filter_map(|l| parse_line(l).ok())
+        .map(|l| l.partition)
+        .collect();
+    ps.push(0);
+    ps.sort_unstable();
+    ps.dedup();
+    ps
+}
+
+fn run_lines<S: JoinState>(
+    config: &Config,
+    pipeline: &mut Pipeline<S>,
+    input: impl BufRead,
+    out: &mut impl Write,
+    err: &mut impl Write,
+    opts: ReplayOptions,
+) -> Result<(), ReplayError> {
+    // An interval join needs the partitions up front, so its input is read whole; a regular
+    // join streams.
+    let lines: Box<dyn Iterator<Item = io::Result<String>>> = if config.join.interval.is_some() {
+        let all = input.lines().collect::<io::Result<Vec<String>>>()?;
+        pipeline.set_partitions(&partitions(&all), 0);
+        Box::new(all.into_iter().map(Ok))
+    } else {
+        Box::new(input.lines())
+    };
+    let mut records = Records::default();
+    let mut timestamp = 0i64;
+    for (i, text) in lines.enumerate() {
+        let n = i + 1;
+        let text = text?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line =
+            parse_line(&text).map_err(|message| ReplayError::BadLine { line: n, message })?;
+        timestamp = line.timestamp.unwrap_or(timestamp);
+        // A text format's value (csv) is the line's JSON string, unquoted.
+        let text_value = match line.value {
+            Some(v) if pipeline.reads_text(line.side) => Some(
+                serde_json::from_slice::<String>(v).map_err(|_| ReplayError::BadLine {
+                    line: n,
+                    message: format!(
+                        "the {} side reads csv: `value` must be a JSON string holding the line",
+                        line.side
+                    ),
+                })?,
+            ),
+            _ => None,
+        };
+        let value = text_value.as_deref().map(str::as_bytes).or(line.value);
+        let origin = Origin {
+            side: line.side,
+            partition: line.partition,
+            timestamp,
+            processing_time: 0,
+        };
+        let error = pipeline.process(origin, line.key, value);
+        write_changes(pipeline, n, opts, &mut records, out)?;
+        if let Some(e) = error {
+            let action = pipeline.dispatch();
+            let name = match action {
+                ErrorAction::Fail => "fail",
+                ErrorAction::DeadLetter => "dlq",
+                ErrorAction::Skip => "skip",
+            };
+            writeln!(
+                err,
+                "{}",
+                json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": name})
+            )?;
+            if action == ErrorAction::Fail {
+                return Err(ReplayError::Failed {
+                    line: n,
+                    side: line.side,
+                    error: e.to_string(),
+                });
+            }
+        }
+    }
+    pipeline.flush();
+    write_changes(pipeline, 0, opts, &mut records, out)?;
+    Ok(())
+}
