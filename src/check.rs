@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::change::Side;
 use crate::config::{Config, OutputMode};
-use crate::kafka::admin;
+use crate::kafka::topics;
 
 fn side_plan(cfg: &Config, side: Side) -> String {
     let s = cfg.join.side(side);
@@ -133,7 +133,7 @@ pub fn plan(cfg: &Config) -> String {
              exactly once), which the join reads",
             cfg.join.topic(side),
             cols.join(","),
-            crate::kafka::repartition_topic(cfg, side)
+            crate::plan::repartition_topic(cfg, side)
         );
     }
     for w in &cfg.warnings {
@@ -169,14 +169,14 @@ pub fn sql_variables(cfg: &Config) -> String {
     out
 }
 
-/// Checks the topics against the brokers once; `Err` names what is wrong.
-pub fn check_brokers(cfg: &Config) -> Result<String, String> {
-    let md = admin::metadata(cfg).map_err(|e| {
-        format!(
-            "Kafka at {} is unreachable: {e}",
-            cfg.kafka.bootstrap_servers.as_deref().unwrap_or_default()
-        )
+/// Derives the plan against the brokers once (`Err` names what is wrong, with the exit code
+/// `run` would give it): the topology line, then the plan.
+pub fn check_brokers(cfg: &Config) -> Result<String, (String, u8)> {
+    let md = topics::metadata(&cfg.kafka).map_err(|e| {
+        let brokers = cfg.kafka.bootstrap_servers.as_deref().unwrap_or_default();
+        (format!("Kafka at {brokers} is unreachable: {e}"), 1)
     })?;
-    let t = admin::check_topics(cfg, &md).map_err(|e| e.to_string())?;
-    Ok(t.describe(cfg))
+    let plan =
+        crate::plan::derive(cfg, &topics::facts(&md), true).map_err(|e| (e.to_string(), 2))?;
+    Ok(plan.to_string())
 }

@@ -15,4 +15,5 @@ pub mod check;
 pub mod http;
 pub mod kafka;
 pub mod metrics;
+pub mod plan;
 pub mod runtime;

@@ -12,12 +12,10 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use sidejoin::config::{self, Config, LogFormat, Mode};
-use sidejoin::engine::state::StateError;
 use sidejoin::engine::MemoryState;
 use sidejoin::metrics::Metrics;
 use sidejoin::replay::{self, ReplayOptions};
-use sidejoin::runtime::{self, JoinProcessor, PassthroughProcessor, Processor};
-use sidejoin::store::{RocksState, StoreOptions};
+use sidejoin::runtime::{self, RunMode};
 
 /// mimalloc: the join allocates many small, short-lived objects (rows, keys, output values), where
 /// it is markedly cheaper than glibc malloc.
@@ -57,14 +55,6 @@ enum Command {
     /// compare the RocksDB store with memory.
     #[command(hide = true)]
     RunInMemory,
-}
-
-/// What `run_kafka` puts between the consumer and the producer.
-#[derive(Clone, Copy, PartialEq)]
-enum Pipeline {
-    Join,
-    JoinInMemory,
-    Passthrough,
 }
 
 fn load(mode: Mode) -> Result<Config, ExitCode> {
@@ -137,9 +127,9 @@ fn run_check() -> ExitCode {
             println!("{report}");
             ExitCode::SUCCESS
         }
-        Err(e) => {
+        Err((e, code)) => {
             eprintln!("{e}");
-            ExitCode::from(1)
+            ExitCode::from(code)
         }
     }
 }
@@ -161,27 +151,7 @@ async fn signals(token: CancellationToken) {
     token.cancel();
 }
 
-/// What one worker (`cfg`, from `runtime::worker_configs`) puts between its consumer and its
-/// producer; its state in `cfg`'s state directory.
-fn processor(pipeline: Pipeline, cfg: &Config) -> Result<Box<dyn Processor>, StateError> {
-    Ok(match pipeline {
-        Pipeline::Passthrough => Box::new(PassthroughProcessor::default()),
-        Pipeline::JoinInMemory => Box::new(JoinProcessor::volatile(cfg, MemoryState::new())),
-        Pipeline::Join => {
-            let options = StoreOptions {
-                block_cache_mb: cfg.process.state_block_cache_mb,
-                cache_mb: cfg.process.state_cache_mb,
-                write_buffer_mb: cfg.process.state_write_buffer_mb,
-            };
-            Box::new(JoinProcessor::new(
-                cfg,
-                RocksState::open(&cfg.process.state_dir, &options)?,
-            ))
-        }
-    })
-}
-
-fn run_kafka(pipeline: Pipeline) -> ExitCode {
+fn run_kafka(mode: RunMode) -> ExitCode {
     let config = match load(Mode::Run) {
         Ok(c) => c,
         Err(code) => return code,
@@ -201,24 +171,13 @@ fn run_kafka(pipeline: Pipeline) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if pipeline == Pipeline::JoinInMemory {
+    if mode == RunMode::JoinInMemory {
         tracing::warn!("join state is in memory only: it is lost when the process stops");
-    }
-    let mut workers = Vec::new();
-    for cfg in runtime::worker_configs(&runtime::join_config(&config)) {
-        match processor(pipeline, &cfg) {
-            Ok(p) => workers.push((cfg, p)),
-            Err(e) => {
-                tracing::error!("{e}");
-                eprintln!("sidejoin: SIDEJOIN_STATE_DIR: {e}");
-                return ExitCode::from(1);
-            }
-        }
     }
     let token = CancellationToken::new();
     runtime.spawn(signals(token.clone()));
-    let metrics = Arc::new(Metrics::new(workers.len()));
-    match runtime.block_on(runtime::run(&config, workers, metrics, token)) {
+    let metrics = Arc::new(Metrics::new(config.process.workers.max(1)));
+    match runtime.block_on(runtime::run(&config, mode, metrics, token)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -233,8 +192,8 @@ fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Run) {
         Command::Replay { file, records } => run_replay(file, records),
         Command::Check => run_check(),
-        Command::Run => run_kafka(Pipeline::Join),
-        Command::RunInMemory => run_kafka(Pipeline::JoinInMemory),
-        Command::Passthrough => run_kafka(Pipeline::Passthrough),
+        Command::Run => run_kafka(RunMode::Join),
+        Command::RunInMemory => run_kafka(RunMode::JoinInMemory),
+        Command::Passthrough => run_kafka(RunMode::Passthrough),
     }
 }

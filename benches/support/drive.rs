@@ -8,6 +8,7 @@ use std::hint::black_box;
 
 use sidejoin::config::Config;
 use sidejoin::engine::MemoryState;
+use sidejoin::format::Reading;
 use sidejoin::runtime::{InRecord, JoinProcessor, Processor};
 use sidejoin::sink::Records;
 use sidejoin::store::{RocksState, StoreOptions};
@@ -42,10 +43,14 @@ pub fn processor(
     options: StoreOptions,
 ) -> Box<dyn Processor> {
     let mut p: Box<dyn Processor> = match store {
-        Store::Memory => Box::new(JoinProcessor::volatile(config, MemoryState::new())),
+        Store::Memory => Box::new(JoinProcessor::volatile(
+            config,
+            [Reading::Own; 2],
+            MemoryState::new(),
+        )),
         Store::Rocks => {
             let state = RocksState::open(dir, &options).expect("open RocksDB");
-            Box::new(JoinProcessor::new(config, state))
+            Box::new(JoinProcessor::new(config, [Reading::Own; 2], state))
         }
     };
     p.assigned(&[0, 1], 0);

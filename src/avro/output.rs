@@ -306,18 +306,10 @@ fn derive_row(
     }
     let fields_of = |side: Side| -> Result<&Value, String> {
         inputs[side.index()].as_ref().ok_or_else(|| {
-            if config.join.side(side).format == crate::config::Format::Repartitioned {
-                format!(
-                    "the {side} side is repartitioned (SIDEJOIN_{}_HASH_BY): the output schema is not derived \
-                     from its subject in this version; set SIDEJOIN_OUTPUT_AVRO_SCHEMA",
-                    side.var()
-                )
-            } else {
-                format!(
-                    "the {} side is JSON: its columns have no Avro types; set SIDEJOIN_OUTPUT_AVRO_SCHEMA",
-                    side.name()
-                )
-            }
+            format!(
+                "the {} side is JSON: its columns have no Avro types; set SIDEJOIN_OUTPUT_AVRO_SCHEMA",
+                side.name()
+            )
         })
     };
     let select = Select::new(config.join.select.clone());

@@ -33,6 +33,9 @@ pub fn changelog_opaque(side: Side) -> usize {
     usize::MAX - side.index()
 }
 
+/// The delivery opaque of a repartition router's records: only a failure is kept.
+pub const ROUTED: usize = usize::MAX - 2;
+
 pub struct Deliveries {
     counts: Mutex<Counts>,
     metrics: Arc<Metrics>,
@@ -112,6 +115,12 @@ impl ProducerContext for Deliveries {
 
     fn delivery(&self, result: &DeliveryResult<'_>, checkpoint: usize) {
         let mut c = self.counts();
+        if checkpoint == ROUTED {
+            if let (Err((e, _)), None) = (result, &c.failed) {
+                c.failed = Some(format!("repartition: {e}"));
+            }
+            return;
+        }
         if checkpoint >= changelog_opaque(Side::Right) {
             match result {
                 Ok(msg) => {

@@ -15,7 +15,7 @@ use crate::kafka::deliveries::Deliveries;
 use crate::partitioner::partition_for;
 use crate::sink::Records;
 
-use super::merge::Buffered;
+use super::input::Record;
 use super::RunError;
 
 pub struct Output {
@@ -83,7 +83,7 @@ impl Output {
     /// where it came from.
     pub fn dead_letter(
         &self,
-        msg: &Buffered,
+        msg: &Record,
         topic: &str,
         error: &DecodeError,
         checkpoint: u64,
@@ -105,7 +105,7 @@ impl Output {
 
 /// A dead letter's headers: the original record's, then ones naming the error and where the
 /// record came from (its topic, partition, offset and side).
-pub fn dead_letter_headers(msg: &Buffered, topic: &str, error: &DecodeError) -> OwnedHeaders {
+pub fn dead_letter_headers(msg: &Record, topic: &str, error: &DecodeError) -> OwnedHeaders {
     let mut headers = OwnedHeaders::new();
     for (key, value) in &msg.headers {
         headers = headers.insert(Header {

@@ -22,9 +22,10 @@ use rdkafka::{Message, TopicPartitionList};
 use tokio_util::sync::CancellationToken;
 
 use crate::change::{Partition, Side};
-use crate::config::Config;
+use crate::config::KafkaSpec;
+use crate::kafka::clients;
 use crate::kafka::context::HelperContext;
-use crate::kafka::{self as k};
+use crate::plan::Plan;
 
 use super::processor::Processor;
 
@@ -50,20 +51,21 @@ pub struct Misfit {
     pub why: String,
 }
 
-/// Reads the head of every partition of both input topics (`partitions` each); returns the
+/// Reads the head of every partition of both input topics (`plan.tasks` each); returns the
 /// first misfit of each side, if any.
 pub fn probe(
-    cfg: &Config,
+    kafka: &KafkaSpec,
+    plan: &Plan,
     processor: &mut dyn Processor,
-    partitions: i32,
     shutdown: &CancellationToken,
 ) -> Result<Vec<Misfit>, KafkaError> {
     let started = Instant::now();
-    let topic = |side: Side| cfg.join.topic(side);
+    let partitions = plan.tasks;
+    let topic = |side: Side| plan.source(side).topic.as_str();
     // Both at once, each with its own consumer (end-of-partition events name no topic).
     let heads = std::thread::scope(|s| {
         let read = Side::BOTH
-            .map(|side| s.spawn(move || read_head(cfg, topic(side), partitions, shutdown)));
+            .map(|side| s.spawn(move || read_head(kafka, topic(side), partitions, shutdown)));
         read.map(|r| r.join().expect("the probe's reader does not panic"))
     });
     let mut found = Vec::new();
@@ -107,12 +109,12 @@ struct Head {
 
 /// Up to `RECORDS` records of each partition of `topic`, from where the group would consume.
 fn read_head(
-    cfg: &Config,
+    kafka: &KafkaSpec,
     topic: &str,
     partitions: i32,
     shutdown: &CancellationToken,
 ) -> Result<Vec<Head>, KafkaError> {
-    let consumer: BaseConsumer<HelperContext> = k::probe_consumer_config(cfg)
+    let consumer: BaseConsumer<HelperContext> = clients::probe_consumer(kafka)
         .create_with_context(HelperContext("co-partitioning probe"))?;
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {

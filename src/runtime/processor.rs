@@ -11,7 +11,7 @@ use crate::change::{Partition, Side};
 use crate::config::{Config, OutputFormat};
 use crate::engine::state::{Checkpoint, Mirror};
 use crate::engine::JoinState;
-use crate::format::DecodeError;
+use crate::format::{DecodeError, Reading};
 use crate::metrics::WorkerMetrics;
 use crate::pipeline::{ErrorAction, Offsets, Origin, Pipeline};
 use crate::sink::Records;
@@ -96,6 +96,8 @@ pub struct JoinProcessor<S: JoinState> {
     avro_out: Option<AvroOutput>,
     /// The configuration, for `prepare`.
     config: Config,
+    /// How each side's records are read.
+    readings: [Reading; 2],
     /// The state is durable and mirrored to the changelog topics.
     durable: bool,
     /// The JSON records of one input, before they are re-encoded as Avro.
@@ -103,11 +105,20 @@ pub struct JoinProcessor<S: JoinState> {
 }
 
 impl<S: JoinState> JoinProcessor<S> {
-    /// The join over a durable store (RocksDB), mirrored to the changelog topics.
-    pub fn new(config: &Config, state: S) -> Self {
+    /// The join over a durable store (RocksDB), mirrored to the changelog topics, each side
+    /// read as `readings` says (the plan's).
+    pub fn new(config: &Config, readings: [Reading; 2], state: S) -> Self {
         JoinProcessor {
-            pipeline: Pipeline::new(config, state),
-            avro: AvroInput::new(config),
+            pipeline: Pipeline::reading(config, readings, state),
+            // A side read from its repartition topic holds changes, not Avro.
+            avro: AvroInput::new(config).map(|a| {
+                a.filter(|a| {
+                    Side::BOTH
+                        .iter()
+                        .any(|s| a.is_avro(*s) && readings[s.index()] == Reading::Own)
+                })
+            }),
+            readings,
             avro_out: None,
             config: config.clone(),
             durable: true,
@@ -116,11 +127,17 @@ impl<S: JoinState> JoinProcessor<S> {
     }
 
     /// The join over state that is lost when the process stops (benchmarks).
-    pub fn volatile(config: &Config, state: S) -> Self {
+    pub fn volatile(config: &Config, readings: [Reading; 2], state: S) -> Self {
         JoinProcessor {
             durable: false,
-            ..Self::new(config, state)
+            ..Self::new(config, readings, state)
         }
+    }
+
+    /// Whether `side`'s records are Avro to decode before the pipeline.
+    fn is_avro(&self, side: Side) -> bool {
+        self.readings[side.index()] == Reading::Own
+            && matches!(&self.avro, Ok(Some(a)) if a.is_avro(side))
     }
 }
 
@@ -162,13 +179,12 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
             timestamp: rec.timestamp,
             processing_time: now,
         };
+        let avro_side = self.is_avro(rec.side);
         let error = match &mut self.avro {
-            Ok(Some(avro)) if avro.is_avro(rec.side) => {
-                match avro.decode(rec.side, rec.key, rec.value) {
-                    Ok((key, value)) => self.pipeline.process(origin, key, value),
-                    Err(e) => self.pipeline.process_decoded(origin, Err(e)),
-                }
-            }
+            Ok(Some(avro)) if avro_side => match avro.decode(rec.side, rec.key, rec.value) {
+                Ok((key, value)) => self.pipeline.process(origin, key, value),
+                Err(e) => self.pipeline.process_decoded(origin, Err(e)),
+            },
             _ => self.pipeline.process(origin, rec.key, rec.value),
         };
         let encoded = self.records(rec.timestamp, out);
@@ -192,8 +208,9 @@ impl<S: JoinState + Send> Processor for JoinProcessor<S> {
     }
 
     fn misfit(&mut self, side: Side, key: &[u8], value: Option<&[u8]>) -> Option<String> {
+        let avro_side = self.is_avro(side);
         match &mut self.avro {
-            Ok(Some(avro)) if avro.is_avro(side) => match avro.decode(side, Some(key), value) {
+            Ok(Some(avro)) if avro_side => match avro.decode(side, Some(key), value) {
                 Ok((Some(key), value)) => self.pipeline.misfit(side, key, value),
                 _ => None,
             },

@@ -42,6 +42,14 @@ pub struct Inputs {
 }
 
 impl Inputs {
+    /// The inputs the plan's tasks read.
+    pub fn of(plan: &crate::plan::Plan) -> Self {
+        Inputs {
+            topics: Side::BOTH.map(|s| plan.source(s).topic.clone()),
+            broadcast: plan.broadcast().map(|b| (b.side, b.partitions)),
+        }
+    }
+
     pub fn topic(&self, side: Side) -> &str {
         &self.topics[side.index()]
     }

@@ -1,46 +1,13 @@
 //! `SIDEJOIN_WORKERS` (SPEC §6): the partitions an instance owns are spread over worker
-//! threads, as Kafka Streams' stream threads. Each worker is exactly one instance of before:
-//! its own group consumer (in the same group), producers, restore consumer, engine and state.
-//! Partitions moving between workers are restored from the changelog like partitions moving
-//! between instances; a stale local copy in a worker's directory is verified against it.
+//! threads, as Kafka Streams' stream threads (the plan's `WorkerPlan`s). Each worker is exactly
+//! one instance of before: its own group consumer (in the same group), producers, restore
+//! consumer, engine and state. Partitions moving between workers are restored from the
+//! changelog like partitions moving between instances. This module holds their start gate.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-
-use crate::config::Config;
-
-/// The configuration of each worker of `cfg`. One worker is the instance itself (the state in
-/// `SIDEJOIN_STATE_DIR`, as before workers existed, so existing volumes keep working). Worker
-/// `i` of several keeps its state in `<SIDEJOIN_STATE_DIR>/worker-<i>` (so its own
-/// `transactional.id` volume id), is the static member `<SIDEJOIN_INSTANCE_ID>-<i>` (ids in a
-/// group are unique; its transactional id follows), and gets an even share of the state caches
-/// and write buffers, which are per instance.
-pub fn worker_configs(cfg: &Config) -> Vec<Config> {
-    let n = cfg.process.workers.max(1);
-    if n == 1 {
-        return vec![cfg.clone()];
-    }
-    let share = |mb: usize| (mb / n).max(1);
-    (0..n)
-        .map(|i| {
-            let mut w = cfg.clone();
-            w.process.worker = i;
-            w.process.state_dir = worker_dir(&cfg.process.state_dir, i);
-            w.kafka.instance_id = cfg.kafka.instance_id.as_ref().map(|id| format!("{id}-{i}"));
-            w.process.state_block_cache_mb = share(cfg.process.state_block_cache_mb);
-            w.process.state_cache_mb = share(cfg.process.state_cache_mb);
-            w.process.state_write_buffer_mb = share(cfg.process.state_write_buffer_mb);
-            w
-        })
-        .collect()
-}
-
-fn worker_dir(state_dir: &Path, i: usize) -> std::path::PathBuf {
-    state_dir.join(format!("worker-{i}"))
-}
 
 /// Holds each worker back, once its startup is done, until every worker is ready to join the
 /// group: joined together they cause one rebalance, where joining one by one causes one each,
@@ -71,37 +38,6 @@ impl StartGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{self, Mode};
-
-    fn load(extra: &[(&str, &str)]) -> Config {
-        let env = [
-            ("SIDEJOIN_LEFT_KEY", "k"),
-            ("SIDEJOIN_RIGHT_KEY", "k"),
-            ("SIDEJOIN_STATE_DIR", "/data"),
-            ("SIDEJOIN_INSTANCE_ID", "pod-0"),
-        ];
-        let vars = env
-            .iter()
-            .chain(extra)
-            .map(|(k, v)| (k.to_string(), v.to_string()));
-        config::load(vars, Mode::Check).expect("valid configuration")
-    }
-
-    #[test]
-    fn one_worker_is_the_instance() {
-        let cfg = load(&[("SIDEJOIN_WORKERS", "1")]);
-        assert_eq!(worker_configs(&cfg), vec![cfg]);
-    }
-
-    #[test]
-    fn several_workers_have_their_own_dirs_and_member_ids() {
-        let cfg = load(&[("SIDEJOIN_WORKERS", "3"), ("SIDEJOIN_STATE_CACHE_MB", "90")]);
-        let w = worker_configs(&cfg);
-        assert_eq!(w.len(), 3);
-        assert_eq!(w[2].process.state_dir, Path::new("/data/worker-2"));
-        assert_eq!(w[1].kafka.instance_id.as_deref(), Some("pod-0-1"));
-        assert_eq!(w[0].process.state_cache_mb, 30);
-    }
 
     #[test]
     fn the_gate_opens_when_every_worker_arrived_or_on_stop() {

@@ -53,8 +53,6 @@ pub enum Envelope {
     Plain,
     Upsert,
     Debezium,
-    /// A repartition topic's records, written by sidejoin itself (`format::changes`).
-    Changes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,9 +65,6 @@ pub enum Format {
     DebeziumAvro,
     /// One delimited line per record value, columns as `SIDEJOIN_<SIDE>_COLUMNS` declares them.
     Csv,
-    /// Not a user's choice: the side's records as the repartition step wrote them to
-    /// `<app>-<side>-repartition` (`SIDEJOIN_<SIDE>_HASH_BY`), already decoded changes.
-    Repartitioned,
 }
 
 impl Format {
@@ -88,7 +83,6 @@ impl Format {
             Format::Json | Format::Avro | Format::Csv => Envelope::Plain,
             Format::UpsertJson | Format::UpsertAvro => Envelope::Upsert,
             Format::DebeziumJson | Format::DebeziumAvro => Envelope::Debezium,
-            Format::Repartitioned => Envelope::Changes,
         }
     }
 
@@ -100,9 +94,6 @@ impl Format {
     }
 
     pub fn name(self) -> &'static str {
-        if self == Format::Repartitioned {
-            return "sidejoin-repartition";
-        }
         Self::CHOICES
             .iter()
             .find(|(_, f)| *f == self)

@@ -22,6 +22,7 @@
 use crate::change::{Event, Side};
 use crate::config::{Config, JoinSpec};
 use crate::engine::column::Column;
+use crate::format::Reading;
 use crate::row::scan::{self, Kind};
 use crate::row::value::Json;
 use crate::row::Row;
@@ -56,12 +57,13 @@ enum Key {
 }
 
 impl KeyCheck {
-    pub fn new(join: &JoinSpec) -> KeyCheck {
+    /// The check of `join`'s sides, read as `readings` says (a side read as changes from its
+    /// repartition topic was keyed by sidejoin and is not checked).
+    pub fn new(join: &JoinSpec, readings: [Reading; 2]) -> KeyCheck {
         KeyCheck {
             join_key: [Column::list(&join.left.key), Column::list(&join.right.key)],
             null_keys_match: join.null_keys_match,
-            repartitioned: [&join.left, &join.right]
-                .map(|s| s.format == crate::config::Format::Repartitioned),
+            repartitioned: readings.map(|r| r == Reading::Changes),
         }
     }
 

@@ -15,7 +15,7 @@ use crate::engine::column::Column;
 use crate::engine::project::{OutputKey, Projection};
 use crate::engine::state::{Checkpoint, Mirror, StateError, StateValue};
 use crate::engine::{layout, Engine, JoinState};
-use crate::format::{DecodeError, Decoder};
+use crate::format::{DecodeError, Decoder, Reading};
 use crate::sink::{self, Projected, Records};
 use crate::stats::{DropReason, Stats};
 
@@ -46,6 +46,7 @@ pub type Offsets = BTreeMap<(String, Partition), i64>;
 /// The join of one configuration over one state store.
 pub struct Pipeline<S: JoinState> {
     decoders: [Decoder; 2],
+    readings: [Reading; 2],
     /// The interval join's time column per side (`None`: the Kafka timestamp).
     time: Option<[Option<Column>; 2]>,
     mode: OutputMode,
@@ -63,7 +64,14 @@ pub struct Pipeline<S: JoinState> {
 }
 
 impl<S: JoinState> Pipeline<S> {
+    /// The join of `config`, each side read in its own format (replay, tests).
     pub fn new(config: &Config, state: S) -> Self {
+        Self::reading(config, [Reading::Own; 2], state)
+    }
+
+    /// The join of `config`, each side read as `readings` says (a repartitioned side reads the
+    /// changes its router wrote).
+    pub fn reading(config: &Config, readings: [Reading; 2], state: S) -> Self {
         let engine = Engine::new(&config.join);
         let projection = engine.plan().projection.clone();
         let time_column = |side: Side| match &config.join.side(side).time {
@@ -72,9 +80,10 @@ impl<S: JoinState> Pipeline<S> {
         };
         Pipeline {
             decoders: [
-                Decoder::new(&config.join.left),
-                Decoder::new(&config.join.right),
+                Decoder::reading(&config.join.left, readings[0]),
+                Decoder::reading(&config.join.right, readings[1]),
             ],
+            readings,
             time: config
                 .join
                 .interval
@@ -97,7 +106,7 @@ impl<S: JoinState> Pipeline<S> {
     /// not applied.
     pub fn check_copartitioning(&mut self, config: &Config) {
         self.copartition = Some((
-            KeyCheck::new(&config.join),
+            KeyCheck::new(&config.join, self.readings),
             config.process.on_copartition_violation,
         ));
     }

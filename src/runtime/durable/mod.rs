@@ -31,21 +31,19 @@
 
 pub mod restore;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::producer::{BaseProducer, BaseRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
-use tokio_util::sync::CancellationToken;
 
 use crate::change::{Partition, Side};
 use crate::config::Guarantee;
 use crate::engine::layout;
 use crate::kafka::deliveries::{changelog_opaque, Deliveries};
+use crate::kafka::transactions::{Transactions, TxnError};
 use crate::metrics::WorkerMetrics;
 use crate::pipeline::Offsets;
 
@@ -53,9 +51,6 @@ use super::output::Output;
 use super::processor::Processor;
 use super::streams::{Inputs, Stream};
 use super::RunError;
-
-/// How long one transactional call may block before it is retried (a broker outage).
-const TXN_CALL: Duration = Duration::from_secs(10);
 
 /// Waiting longer than this for output acknowledgements makes the instance not ready.
 const STALLED: Duration = Duration::from_secs(2);
@@ -82,9 +77,9 @@ pub enum Fault {
 
 pub struct Protocol {
     guarantee: Guarantee,
-    /// The transactional producer: changelog records and offsets (and, under `exactly_once`,
-    /// the output: then it is the output's producer too).
-    txn: Arc<BaseProducer<Deliveries>>,
+    /// The transactions of changelog records and offsets (and, under `exactly_once`, the
+    /// output: then its producer is the output's producer too).
+    txn: Transactions,
     /// The changelog topic of each side; `None` when the state is volatile.
     changelog: Option<[String; 2]>,
     inputs: Inputs,
@@ -94,13 +89,11 @@ pub struct Protocol {
     positions: FxHashMap<Stream, i64>,
     /// The positions last written into the state.
     written: FxHashMap<Stream, i64>,
-    in_txn: bool,
     fault: Fault,
     /// What `Fault::OffsetsLate` writes: the previous checkpoint's positions.
     previous: Offsets,
-    /// Readiness while an abort waits for the brokers; the stop that ends that wait.
+    /// Readiness while acknowledgements are awaited.
     metrics: WorkerMetrics,
-    shutdown: CancellationToken,
 }
 
 /// A changelog record of `key` (a stored state key) is sent to its side's topic, to the
@@ -126,12 +119,11 @@ fn mirror_to(
 impl Protocol {
     pub fn new(
         guarantee: Guarantee,
-        txn: Arc<BaseProducer<Deliveries>>,
+        txn: Transactions,
         changelog: Option<[String; 2]>,
         inputs: Inputs,
         fault: Fault,
         metrics: &WorkerMetrics,
-        shutdown: &CancellationToken,
     ) -> Self {
         Protocol {
             guarantee,
@@ -141,11 +133,9 @@ impl Protocol {
             epoch: 1,
             positions: FxHashMap::default(),
             written: FxHashMap::default(),
-            in_txn: false,
             fault,
             previous: Offsets::new(),
             metrics: metrics.clone(),
-            shutdown: shutdown.clone(),
         }
     }
 
@@ -153,21 +143,11 @@ impl Protocol {
     /// with the same `transactional.id` and aborting what it left open), then opens the first
     /// transaction.
     pub fn start(&mut self) -> Result<(), RunError> {
-        retry(
-            "initialising transactions",
-            &self.metrics,
-            &self.shutdown,
-            || self.txn.init_transactions(TXN_CALL),
-        )?;
-        self.begin()
+        Ok(self.txn.start()?)
     }
 
     fn begin(&mut self) -> Result<(), RunError> {
-        if !self.in_txn {
-            self.txn.begin_transaction().map_err(txn_error)?;
-            self.in_txn = true;
-        }
-        Ok(())
+        Ok(self.txn.begin()?)
     }
 
     /// The changelog topics, when the state is mirrored.
@@ -244,7 +224,7 @@ impl Protocol {
         let mut mirrored = 0u64;
         let mut failed: Option<KafkaError> = None;
         let checkpoint = {
-            let (txn, topics) = (&self.txn, &self.changelog);
+            let (txn, topics) = (self.txn.producer(), &self.changelog);
             processor
                 .seal(&state_offsets, &mut |key, value| {
                     if let (Some(topics), None) = (topics, &failed) {
@@ -292,17 +272,12 @@ impl Protocol {
             let Some(group) = consumer.group_metadata() else {
                 return Err(self.abort("the consumer has no group metadata".into()));
             };
-            if let Err(e) = retry(
-                "adding the input offsets to the transaction",
-                &metrics,
-                &self.shutdown,
-                || self.txn.send_offsets_to_transaction(&tpl, &group, TXN_CALL),
-            ) {
+            if let Err(e) = self.txn.send_offsets(&tpl, &group) {
                 return Err(self.abort_on(e));
             }
         }
         self.commit_transaction()?;
-        if let Some(e) = self.txn.context().failure() {
+        if let Some(e) = self.txn.deliveries().failure() {
             return Err(RunError::Delivery(e));
         }
         metrics.transaction(true);
@@ -334,7 +309,7 @@ impl Protocol {
             store.entries(partition, &mut |k, v| {
                 if failed.is_none() {
                     n += 1;
-                    failed = mirror_to(&self.txn, &topics, k, Some(v)).err();
+                    failed = mirror_to(self.txn.producer(), &topics, k, Some(v)).err();
                 }
             });
         }
@@ -347,24 +322,18 @@ impl Protocol {
         Ok(n)
     }
 
-    /// Commits the open transaction, retrying while that is retriable; aborts it otherwise.
+    /// Commits the open transaction; aborts it when that fails.
     fn commit_transaction(&mut self) -> Result<(), RunError> {
-        if let Err(e) = retry(
-            "committing the transaction",
-            &self.metrics,
-            &self.shutdown,
-            || self.txn.commit_transaction(TXN_CALL),
-        ) {
+        if let Err(e) = self.txn.commit() {
             return Err(self.abort_on(e));
         }
-        self.in_txn = false;
         Ok(())
     }
 
     /// Records, beside the local state, the changelog positions the committed transaction
     /// reached (after its checkpoint is persisted: a position never runs ahead of the state).
     fn record_positions(&self, processor: &mut dyn Processor) -> Result<(), RunError> {
-        let positions = self.txn.context().take_changelog_positions();
+        let positions = self.txn.deliveries().take_changelog_positions();
         if let Some(store) = processor.store() {
             for ((side, partition), next) in positions {
                 store.set_local(partition, position_name(Side::BOTH[side]), next)?;
@@ -375,96 +344,19 @@ impl Protocol {
 
     /// Aborts the open transaction because of `why`; the caller drops what is not persisted.
     pub fn abort(&mut self, why: String) -> RunError {
-        tracing::warn!("aborting the checkpoint transaction: {why}");
-        if self.in_txn {
-            // Serve the delivery reports of what the transaction sent (librdkafka's abort
-            // waits for them; a base producer only gets them when polled).
-            let _ = self.txn.flush(TXN_CALL);
-            // Retried while the brokers are away (a timed-out abort is retriable).
-            if let Err(e) = retry(
-                "aborting the transaction",
-                &self.metrics,
-                &self.shutdown,
-                || self.txn.abort_transaction(TXN_CALL),
-            ) {
-                return e;
-            }
-            self.in_txn = false;
+        if let Err(e) = self.txn.abort(&why) {
+            return e.into();
         }
-        // The aborted transaction's records were purged: serve those reports (failed
-        // deliveries), then forget them.
-        let _ = self.txn.flush(TXN_CALL);
-        self.txn.context().aborted();
         self.written.clear();
         self.positions.clear();
-        if let Err(e) = self.begin() {
-            return e;
-        }
         RunError::Aborted(why)
     }
 
-    fn abort_on(&mut self, e: RunError) -> RunError {
-        match e {
-            RunError::Transaction { fatal: false, what } => self.abort(what),
-            other => other,
+    /// A failed call: fatal ones end the run, others abort the checkpoint.
+    fn abort_on(&mut self, e: TxnError) -> RunError {
+        if e.fatal {
+            return e.into();
         }
-    }
-}
-
-/// A transactional call's error: fatal (fenced, …) or abortable.
-fn txn_error(e: KafkaError) -> RunError {
-    let fatal = match &e {
-        KafkaError::Transaction(t) => t.is_fatal(),
-        _ => false,
-    };
-    let code = e.rdkafka_error_code();
-    let hint = if matches!(
-        code,
-        Some(RDKafkaErrorCode::ProducerFenced) | Some(RDKafkaErrorCode::InvalidProducerEpoch)
-    ) {
-        " (another instance took over this instance's transactional id: the same SIDEJOIN_INSTANCE_ID runs twice, or this one was stalled past transaction.timeout.ms)"
-    } else {
-        ""
-    };
-    RunError::Transaction {
-        fatal,
-        what: format!("{}{hint}", crate::kafka::redact(&e)),
-    }
-}
-
-/// Runs a transactional call, retrying it while it fails with a retriable error (a broker
-/// outage, a coordinator moving) until `shutdown`.
-/// The instance is not ready while it retries (a broker outage, a coordinator moving).
-fn retry(
-    what: &str,
-    metrics: &WorkerMetrics,
-    shutdown: &CancellationToken,
-    mut call: impl FnMut() -> Result<(), KafkaError>,
-) -> Result<(), RunError> {
-    let mut logged = false;
-    loop {
-        match call() {
-            Ok(()) => {
-                if logged {
-                    tracing::info!("{what}: succeeded after retrying");
-                    metrics.set_ready(true);
-                }
-                return Ok(());
-            }
-            Err(KafkaError::Transaction(t)) if t.is_retriable() && !shutdown.is_cancelled() => {
-                if !logged {
-                    tracing::warn!("{what} failed ({t}); not ready; retrying");
-                    metrics.set_ready(false);
-                    logged = true;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => {
-                if logged {
-                    metrics.set_ready(true);
-                }
-                return Err(txn_error(e));
-            }
-        }
+        self.abort(e.to_string())
     }
 }

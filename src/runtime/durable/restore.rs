@@ -25,9 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::change::{Partition, Side};
 use crate::engine::layout;
-use crate::kafka::admin::StartupError;
 use crate::kafka::context::HelperContext;
 use crate::metrics::WorkerMetrics;
+use crate::runtime::StartupError;
 
 use super::{position_name, Protocol};
 use crate::runtime::processor::Processor;
@@ -142,7 +142,7 @@ impl Restorer {
                 if let Some(item) = (inputs.foreign_items().into_iter())
                     .find(|i| store.get(&meta, &layout::offset_item(i)).is_some())
                 {
-                    return Err(RunError::Startup(StartupError::Topics(format!(
+                    return Err(RunError::Startup(StartupError::Refused(format!(
                         "the state of partition {p} was written by a join whose tasks read other input (it records \
                          offsets of `{item}`): SIDEJOIN_BROADCAST changed under the same SIDEJOIN_APPLICATION_ID; a \
                          changed topology needs a new SIDEJOIN_APPLICATION_ID (a new group, new changelog topics, \

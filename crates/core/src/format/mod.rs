@@ -31,20 +31,42 @@ impl DecodeError {
     }
 }
 
+/// How a side's records are read: in the side's own format, or as the changes sidejoin's
+/// repartition step wrote (`changes`), when the side is read from its repartition topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    Own,
+    Changes,
+}
+
 /// The decoder of one side's format.
 #[derive(Debug, Clone)]
 pub struct Decoder {
-    envelope: Envelope,
+    /// `None`: the records are a repartition topic's changes.
+    envelope: Option<Envelope>,
     primary_key: Option<Vec<Column>>,
     csv: Option<CsvSpec>,
 }
 
 impl Decoder {
+    /// The decoder of `side`'s own format.
     pub fn new(side: &SideSpec) -> Self {
-        Decoder {
-            envelope: side.format.envelope(),
-            primary_key: side.primary_key.as_deref().map(Column::list),
-            csv: side.csv.clone(),
+        Self::reading(side, Reading::Own)
+    }
+
+    /// The decoder of `side`'s records read as `reading` says.
+    pub fn reading(side: &SideSpec, reading: Reading) -> Self {
+        match reading {
+            Reading::Own => Decoder {
+                envelope: Some(side.format.envelope()),
+                primary_key: side.primary_key.as_deref().map(Column::list),
+                csv: side.csv.clone(),
+            },
+            Reading::Changes => Decoder {
+                envelope: None,
+                primary_key: None,
+                csv: None,
+            },
         }
     }
 
@@ -71,12 +93,12 @@ impl Decoder {
             return csv::decode(spec, value);
         }
         match self.envelope {
-            Envelope::Plain => plain::decode(value),
-            Envelope::Upsert => {
+            Some(Envelope::Plain) => plain::decode(value),
+            Some(Envelope::Upsert) => {
                 upsert::decode(self.primary_key.as_deref().unwrap_or_default(), key, value)
             }
-            Envelope::Debezium => debezium::decode(self.primary_key.is_some(), value),
-            Envelope::Changes => changes::decode(value),
+            Some(Envelope::Debezium) => debezium::decode(self.primary_key.is_some(), value),
+            None => changes::decode(value),
         }
     }
 }

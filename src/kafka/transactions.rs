@@ -1,0 +1,199 @@
+//! The one transactional producer, used by every caller that commits output together with
+//! input offsets: the checkpoints of `runtime::durable` and the repartition routers. One
+//! timeout per call, one retry policy and one error type for both.
+//!
+//! Policy: a call that fails with a retriable error (a broker away, a coordinator moving) is
+//! made again every `RETRY` until it succeeds or the process stops; meanwhile the owner is told
+//! it is stalled (`Stall`: the instance turns not ready) and the wait is logged once. Any other
+//! failure is returned: `fatal` when the producer can go on no more (fenced by a newer
+//! incarnation with the same `transactional.id`), else abortable — the caller aborts and
+//! resumes from what was committed.
+//!
+//! What it does not do: decide what goes into a transaction, or when.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::consumer::ConsumerGroupMetadata;
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{BaseProducer, Producer};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::TopicPartitionList;
+use tokio_util::sync::CancellationToken;
+
+use super::deliveries::Deliveries;
+
+/// How long one transactional call may block before it is made again (a broker outage).
+const CALL: Duration = Duration::from_secs(10);
+
+/// The pause between two attempts of a retriable call.
+const RETRY: Duration = Duration::from_millis(100);
+
+/// A transactional call that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{what}{}", if *.fenced { FENCED_HINT } else { "" })]
+pub struct TxnError {
+    /// The producer can go on no more (fenced, or another fatal error).
+    pub fatal: bool,
+    /// A newer producer with the same `transactional.id` took over.
+    pub fenced: bool,
+    pub what: String,
+}
+
+const FENCED_HINT: &str = " (another instance took over this instance's transactional id: the same SIDEJOIN_INSTANCE_ID runs twice, or this one was stalled past transaction.timeout.ms)";
+
+impl TxnError {
+    fn of(e: KafkaError) -> Self {
+        let fatal = matches!(&e, KafkaError::Transaction(t) if t.is_fatal());
+        let fenced = matches!(
+            e.rdkafka_error_code(),
+            Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch)
+        );
+        TxnError {
+            fatal,
+            fenced,
+            what: super::redact(&e),
+        }
+    }
+}
+
+/// Told when the producer waits for the brokers (`true`) and when it goes on (`false`).
+pub type Stall = Arc<dyn Fn(bool) + Send + Sync>;
+
+pub struct Transactions {
+    producer: Arc<BaseProducer<Deliveries>>,
+    /// A transaction is open.
+    open: bool,
+    /// What the transactions are for, in logs ("checkpoint", "repartition of the left side").
+    name: String,
+    stall: Stall,
+    shutdown: CancellationToken,
+}
+
+impl Transactions {
+    pub fn new(
+        producer: Arc<BaseProducer<Deliveries>>,
+        name: impl Into<String>,
+        stall: Stall,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        Transactions {
+            producer,
+            open: false,
+            name: name.into(),
+            stall,
+            shutdown: shutdown.clone(),
+        }
+    }
+
+    /// The producer, to send records into the open transaction.
+    pub fn producer(&self) -> &Arc<BaseProducer<Deliveries>> {
+        &self.producer
+    }
+
+    /// Delivery reports of what the producer sent.
+    pub fn deliveries(&self) -> &Deliveries {
+        self.producer.context()
+    }
+
+    /// Registers with the brokers, fencing an earlier incarnation with the same
+    /// `transactional.id` and aborting what it left open; then opens the first transaction.
+    pub fn start(&mut self) -> Result<(), TxnError> {
+        self.retry("initialising transactions", |p| p.init_transactions(CALL))?;
+        self.begin()
+    }
+
+    /// Opens a transaction unless one is open.
+    pub fn begin(&mut self) -> Result<(), TxnError> {
+        if !self.open {
+            self.producer.begin_transaction().map_err(TxnError::of)?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
+    /// Adds the consumer group's input `offsets` to the open transaction (KIP-447: a member of
+    /// an older group generation — a zombie — cannot commit them).
+    pub fn send_offsets(
+        &self,
+        offsets: &TopicPartitionList,
+        group: &ConsumerGroupMetadata,
+    ) -> Result<(), TxnError> {
+        self.retry("adding the input offsets to the transaction", |p| {
+            p.send_offsets_to_transaction(offsets, group, CALL)
+        })
+    }
+
+    /// Commits the open transaction.
+    pub fn commit(&mut self) -> Result<(), TxnError> {
+        self.retry("committing the transaction", |p| p.commit_transaction(CALL))?;
+        self.open = false;
+        Ok(())
+    }
+
+    /// Aborts the open transaction (its records are purged), serving the delivery reports of
+    /// what it sent before and after; then opens the next one.
+    pub fn abort(&mut self, why: &str) -> Result<(), TxnError> {
+        tracing::warn!("aborting the {} transaction: {why}", self.name);
+        if self.open {
+            // librdkafka's abort waits for the reports of what was sent; a base producer only
+            // gets them when polled.
+            let _ = self.producer.flush(CALL);
+            self.retry("aborting the transaction", |p| p.abort_transaction(CALL))?;
+            self.open = false;
+        }
+        let _ = self.producer.flush(CALL);
+        self.producer.context().aborted();
+        self.begin()
+    }
+
+    /// Aborts without opening another (the owner gives up; the next owner redoes it).
+    pub fn abandon(&mut self) {
+        if self.open {
+            let _ = self.producer.abort_transaction(CALL);
+            self.open = false;
+        }
+    }
+
+    /// Runs a transactional call, again while it fails with a retriable error, until shutdown.
+    fn retry(
+        &self,
+        what: &str,
+        call: impl Fn(&BaseProducer<Deliveries>) -> Result<(), KafkaError>,
+    ) -> Result<(), TxnError> {
+        let mut waiting = false;
+        loop {
+            match call(&self.producer) {
+                Ok(()) => {
+                    if waiting {
+                        tracing::info!(
+                            "{} transaction: {what}: succeeded after retrying",
+                            self.name
+                        );
+                        (self.stall)(false);
+                    }
+                    return Ok(());
+                }
+                Err(KafkaError::Transaction(t))
+                    if t.is_retriable() && !self.shutdown.is_cancelled() =>
+                {
+                    if !waiting {
+                        tracing::warn!(
+                            "{} transaction: {what} failed ({t}); not ready; retrying",
+                            self.name
+                        );
+                        (self.stall)(true);
+                        waiting = true;
+                    }
+                    std::thread::sleep(RETRY);
+                }
+                Err(e) => {
+                    if waiting {
+                        (self.stall)(false);
+                    }
+                    return Err(TxnError::of(e));
+                }
+            }
+        }
+    }
+}

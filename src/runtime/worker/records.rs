@@ -1,0 +1,112 @@
+//! One record through a worker: the processor, then what `SIDEJOIN_ON_ERROR` and
+//! `SIDEJOIN_ON_COPARTITION_VIOLATION` say about it; its offset counts as consumed.
+
+use crate::config::OnViolation;
+use crate::format::DecodeError;
+use crate::pipeline::ErrorAction;
+
+use super::super::input::Record;
+use super::super::processor::InRecord;
+use super::super::streams::Stream;
+use super::super::RunError;
+use super::Worker;
+
+impl Worker<'_> {
+    /// Sends what the processor appended to `self.out`.
+    pub(super) fn send_outputs(&mut self) -> Result<(), RunError> {
+        self.output.send_all(&self.out, self.protocol.epoch())?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// Handles one record at processing time `now` (epoch ms).
+    pub(super) fn handle(&mut self, msg: &Record, now: i64) -> Result<(), RunError> {
+        let rec = InRecord {
+            side: msg.side,
+            partition: msg.task,
+            timestamp: msg.timestamp,
+            key: msg.key.as_deref(),
+            value: msg.value.as_deref(),
+        };
+        let processed = self.processor.process(&rec, now, &mut self.out);
+        if let Some(why) = self.processor.take_violation() {
+            self.copartition_violation(msg, why)?;
+        }
+        if let Err(e) = processed {
+            self.undecodable(msg, e)?;
+        }
+        let stream = Stream {
+            side: msg.side,
+            task: msg.task,
+            source: msg.source,
+        };
+        self.protocol.consumed(stream, msg.offset);
+        Ok(())
+    }
+
+    /// `SIDEJOIN_ON_ERROR` for a record the processor could not decode.
+    fn undecodable(&mut self, msg: &Record, e: DecodeError) -> Result<(), RunError> {
+        let (side, partition, offset) = (msg.side, msg.task, msg.offset);
+        let topic = self.inputs.topic(side);
+        match self.processor.dispatch() {
+            ErrorAction::Fail => Err(RunError::Failed {
+                topic: topic.to_owned(),
+                partition,
+                offset,
+                side,
+                error: e.to_string(),
+            }),
+            ErrorAction::DeadLetter => {
+                tracing::debug!(topic, partition, "dead-lettering: {e}");
+                self.output
+                    .dead_letter(msg, topic, &e, self.protocol.epoch())
+            }
+            ErrorAction::Skip => {
+                self.skipped_logged += 1;
+                if self.skipped_logged.is_power_of_two() {
+                    tracing::warn!(
+                        topic,
+                        partition,
+                        offset,
+                        "skipping undecodable record ({} so far): {e}",
+                        self.skipped_logged
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A record whose key does not carry its join key: logged once per partition, or the end
+    /// of the run (`SIDEJOIN_ON_COPARTITION_VIOLATION=fail`, the record not applied).
+    fn copartition_violation(&mut self, msg: &Record, why: String) -> Result<(), RunError> {
+        let side = msg.side;
+        let warn = self.cfg.process.on_copartition_violation == OnViolation::Warn;
+        if warn && !self.violations_logged.insert((side, msg.task)) {
+            // Counted already (the pipeline did); logged once per partition.
+            return Ok(());
+        }
+        let topic = self.inputs.topic(side);
+        let other = self.inputs.topic(side.other());
+        let fix = crate::copartition::fix(self.cfg, side);
+        if !warn {
+            return Err(RunError::Copartition {
+                topic: topic.to_owned(),
+                partition: msg.task,
+                offset: msg.offset,
+                side,
+                why,
+                fix,
+            });
+        }
+        tracing::warn!(
+            topic,
+            partition = msg.task,
+            offset = msg.offset,
+            "the {side} topic `{topic}` is not co-partitioned with `{other}` by the join key: {why}; rows of one join key \
+             on different partitions join against part of the other side only (counted in \
+             sidejoin_copartition_violations_total, logged once per partition): {fix}"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! A worker's start: its clients (the group consumer, the output and transactional producers,
+//! the restore and broadcast consumers), its checkpoint protocol, then the wait for the other
+//! workers and the subscription.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use rdkafka::consumer::Consumer;
+use rdkafka::producer::BaseProducer;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, Guarantee};
+use crate::kafka::clients;
+use crate::kafka::context::{BroadcastContext, HelperContext, JoinContext};
+use crate::kafka::deliveries::Deliveries;
+use crate::kafka::transactions::Transactions;
+use crate::metrics::WorkerMetrics;
+use crate::plan::{Plan, WorkerPlan};
+use crate::sink::Records;
+
+use super::super::broadcast::Broadcast;
+use super::super::durable::restore::Restorer;
+use super::super::durable::{Fault, Protocol};
+use super::super::input::{Lanes, Merge};
+use super::super::output::Output;
+use super::super::processor::Processor;
+use super::super::streams::Inputs;
+use super::super::workers::StartGate;
+use super::super::RunError;
+use super::Worker;
+
+/// Records buffered per task stream before its partition's queue is left alone for a while.
+const PER_QUEUE: usize = 2_048;
+
+/// The id of the state directory (made once, kept in `transactional.id` inside it).
+fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
+    let file = dir.join("transactional.id");
+    match std::fs::read_to_string(&file) {
+        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
+        _ => {
+            let id = crate::kafka::unique_id();
+            std::fs::write(&file, &id)
+                .map_err(|e| RunError::State(format!("cannot write {}: {e}", file.display())))?;
+            Ok(id)
+        }
+    }
+}
+
+/// A test hook, outside the configuration: the kill tests show they catch this fault.
+fn fault() -> Fault {
+    match std::env::var("SJ_TEST_FAULT").as_deref() {
+        Ok("offsets_late") => Fault::OffsetsLate,
+        _ => Fault::None,
+    }
+}
+
+/// A worker's producers and the transactional id of the first.
+struct Producers {
+    txn_id: String,
+    /// The checkpoint producer (transactional).
+    txn: Arc<BaseProducer<Deliveries>>,
+    /// The output's: the checkpoint producer under `exactly_once`, a separate idempotent one
+    /// under `at_least_once`.
+    output: Arc<BaseProducer<Deliveries>>,
+}
+
+/// The checkpoint producer and, under `at_least_once`, the separate output producer.
+fn producers(
+    cfg: &Config,
+    me: &WorkerPlan,
+    durable: bool,
+    metrics: &WorkerMetrics,
+) -> Result<Producers, RunError> {
+    let volume = match durable {
+        true => Some(volume_id(&me.state_dir)?),
+        false => None,
+    };
+    let id = clients::transactional_id(&cfg.kafka, me.instance_id.as_deref(), volume.as_deref());
+    let deliveries = || Deliveries::new(metrics.shared().clone());
+    let txn: Arc<BaseProducer<Deliveries>> =
+        Arc::new(clients::transactional(&cfg.kafka, &id).create_with_context(deliveries())?);
+    let output = match cfg.kafka.guarantee {
+        Guarantee::ExactlyOnce => txn.clone(),
+        Guarantee::AtLeastOnce => {
+            Arc::new(clients::producer(&cfg.kafka).create_with_context(deliveries())?)
+        }
+    };
+    Ok(Producers {
+        txn_id: id,
+        txn,
+        output,
+    })
+}
+
+/// Connects the worker's clients, waits at `gate` for the other workers, then processes until
+/// `shutdown` is cancelled or a fatal error.
+pub fn run_blocking(
+    cfg: &Config,
+    plan: &Plan,
+    me: &WorkerPlan,
+    processor: &mut dyn Processor,
+    metrics: &WorkerMetrics,
+    gate: &StartGate,
+    shutdown: &CancellationToken,
+) -> Result<(), RunError> {
+    let (tx, rx) = mpsc::channel();
+    let consumer = clients::group_consumer(&cfg.kafka, me.instance_id.as_deref())
+        .create_with_context(JoinContext::new(tx, metrics.clone()))?;
+    let Producers {
+        txn_id,
+        txn,
+        output,
+    } = producers(cfg, me, plan.changelogs.is_some(), metrics)?;
+    let inputs = Inputs::of(plan);
+    let stall = {
+        let m = metrics.clone();
+        Arc::new(move |stalled: bool| m.set_ready(!stalled))
+    };
+    let txn = Transactions::new(txn, "checkpoint", stall, shutdown);
+    let mut protocol = Protocol::new(
+        cfg.kafka.guarantee,
+        txn,
+        plan.changelogs.clone(),
+        inputs.clone(),
+        fault(),
+        metrics,
+    );
+    protocol.start()?;
+    let mut worker = Worker {
+        cfg,
+        output: Output::new(
+            output,
+            &plan.output.topic,
+            plan.output.partitions,
+            &cfg.kafka.dlq_topic,
+        ),
+        events: rx,
+        processor,
+        metrics,
+        shutdown,
+        broadcast: broadcast(cfg, plan, metrics)?,
+        inputs,
+        assigned: HashSet::new(),
+        owned: BTreeSet::new(),
+        protocol,
+        restorer: Restorer::new(
+            clients::restore_consumer(&cfg.kafka)
+                .create_with_context(HelperContext("restore consumer"))?,
+        ),
+        lanes: Lanes::new(consumer, PER_QUEUE),
+        merge: Merge::new(2, cfg.kafka.max_task_idle_ms),
+        out: Records::default(),
+        skipped_logged: 0,
+        violations_logged: HashSet::new(),
+    };
+    // Cancelled while waiting: the loop stops at once, with nothing to commit.
+    gate.arrive(shutdown);
+    if shutdown.is_cancelled() {
+        // Before joining the group: a stop during start-up must not rebalance the live group.
+        return Ok(());
+    }
+    worker.subscribe(plan, &txn_id)?;
+    let result = worker.run();
+    worker.consumer().context().close();
+    worker.consumer().unsubscribe();
+    result
+}
+
+fn broadcast(
+    cfg: &Config,
+    plan: &Plan,
+    metrics: &WorkerMetrics,
+) -> Result<Option<Broadcast>, RunError> {
+    let Some(b) = plan.broadcast() else {
+        return Ok(None);
+    };
+    let consumer = clients::broadcast_consumer(&cfg.kafka)
+        .create_with_context(BroadcastContext::new(metrics.clone()))?;
+    Ok(Some(Broadcast::new(
+        consumer,
+        b.side,
+        &b.topic,
+        b.partitions,
+        cfg.kafka.max_task_idle_ms,
+    )))
+}
+
+impl Worker<'_> {
+    /// Joins the group: subscribes to the grouped inputs.
+    fn subscribe(&mut self, plan: &Plan, txn_id: &str) -> Result<(), RunError> {
+        let grouped: Vec<&str> = (plan.sources.iter())
+            .filter(|s| s.grouped())
+            .map(|s| s.topic.as_str())
+            .collect();
+        self.consumer().subscribe(&grouped)?;
+        tracing::info!(
+            "consuming `{}` and `{}` ({}) as group `{}`, writing `{}` ({} partitions), {:?} (transactional id `{txn_id}`); Kafka properties passed through: {}",
+            self.inputs.topics[0],
+            self.inputs.topics[1],
+            plan.topology(),
+            self.cfg.kafka.application_id,
+            plan.output.topic,
+            plan.output.partitions,
+            self.cfg.kafka.guarantee,
+            crate::kafka::describe_properties(&self.cfg.kafka)
+        );
+        Ok(())
+    }
+}
