@@ -308,9 +308,7 @@ impl Sidejoin {
     pub fn start(subcommand: &str, env: &[(String, String)]) -> Sidejoin {
         let log = std::env::temp_dir().join(format!("{}.log", unique("sidejoin-test")));
         let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
-            .arg(subcommand)
-            .env_clear()
+        let child = super::bin::sidejoin(subcommand, env.iter().cloned())
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env(
                 "RUST_LOG",

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod avro;
+pub mod bin;
 pub mod compare;
 pub mod fixtures;
 pub mod interval_props;

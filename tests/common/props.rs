@@ -328,7 +328,9 @@ impl<S: JoinState> Run<S> {
             processing_time: 0,
             event,
         };
-        self.engine.process(&mut self.state, input, &mut out);
+        self.engine
+            .process(&mut self.state, input, &mut out)
+            .expect("state");
         Ok(out)
     }
 }

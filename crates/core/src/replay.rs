@@ -14,7 +14,7 @@ use crate::change::{Partition, Side};
 use crate::config::Config;
 use crate::engine::JoinState;
 use crate::pipeline::{ErrorAction, Origin, Pipeline};
-use crate::row::scan::{self, Kind};
+use crate::row::scan::{self, JsonKind};
 use crate::row::Json;
 use crate::sink::Records;
 
@@ -36,6 +36,8 @@ pub enum ReplayError {
     },
     #[error("{0}")]
     Io(#[from] io::Error),
+    #[error(transparent)]
+    State(#[from] crate::engine::state::StateError),
 }
 
 /// One parsed input line; `key` and `value` are the record's bytes (JSON text).
@@ -50,7 +52,7 @@ struct Line<'a> {
 fn parse_line(text: &str) -> Result<Line<'_>, String> {
     let bytes = text.as_bytes();
     let scanned = scan::scan(bytes).map_err(|e| format!("not JSON: {e}"))?;
-    if scanned.kind != Kind::Object {
+    if scanned.kind != JsonKind::Object {
         return Err("not a JSON object".into());
     }
     let field = |name: &str| {
@@ -75,7 +77,7 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
         None => None,
         Some(v) if v.is_null() => None,
         Some(v)
-            if v.kind() == Kind::Number
+            if v.kind() == JsonKind::Number
                 && !v.as_bytes().contains(&b'.')
                 && v.as_i64().is_some() =>
         {
@@ -91,7 +93,7 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
         None => 0,
         Some(v) if v.is_null() => 0,
         Some(v)
-            if v.kind() == Kind::Number
+            if v.kind() == JsonKind::Number
                 && v.as_i64()
                     .is_some_and(|p| (0..=i64::from(Partition::MAX)).contains(&p))
                 && !v.as_bytes().contains(&b'.') =>
@@ -114,8 +116,8 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
     })
 }
 
-fn write_changes<S: JoinState>(
-    pipeline: &Pipeline<S>,
+fn write_changes(
+    pipeline: &Pipeline,
     cause: usize,
     opts: ReplayOptions,
     records: &mut Records,
@@ -146,7 +148,7 @@ fn write_changes<S: JoinState>(
 /// the final stats line to `err`.
 pub fn replay<S: JoinState>(
     config: &Config,
-    state: S,
+    mut state: S,
     input: impl BufRead,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -155,8 +157,8 @@ pub fn replay<S: JoinState>(
     for w in &config.warnings {
         writeln!(err, "{}", json!({ "warning": w }))?;
     }
-    let mut pipeline = Pipeline::new(config, state);
-    let result = run_lines(config, &mut pipeline, input, out, err, opts);
+    let mut pipeline = Pipeline::new(config);
+    let result = run_lines(config, &mut pipeline, &mut state, input, out, err, opts);
     writeln!(err, "{}", json!({"stats": pipeline.stats().to_json()}))?;
     out.flush()?;
     result
@@ -178,7 +180,8 @@ fn partitions(lines: &[String]) -> Vec<Partition> {
 
 fn run_lines<S: JoinState>(
     config: &Config,
-    pipeline: &mut Pipeline<S>,
+    pipeline: &mut Pipeline,
+    state: &mut S,
     input: impl BufRead,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -224,7 +227,7 @@ fn run_lines<S: JoinState>(
             timestamp,
             processing_time: 0,
         };
-        let error = pipeline.process(origin, line.key, value);
+        let error = pipeline.process(state, origin, line.key, value)?;
         write_changes(pipeline, n, opts, &mut records, out)?;
         if let Some(e) = error {
             let action = pipeline.dispatch();
@@ -247,7 +250,7 @@ fn run_lines<S: JoinState>(
             }
         }
     }
-    pipeline.flush();
+    pipeline.flush(state)?;
     write_changes(pipeline, 0, opts, &mut records, out)?;
     Ok(())
 }

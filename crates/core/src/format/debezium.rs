@@ -5,7 +5,7 @@
 
 use super::{described, member, scan_json, DecodeError};
 use crate::change::{Event, Kind, Row};
-use crate::row::scan::{self, Kind as JsonKind};
+use crate::row::scan::{self, JsonKind};
 use crate::row::Json;
 
 fn field(v: Option<Json<'_>>, name: &str) -> Result<Option<Row>, DecodeError> {
@@ -20,7 +20,10 @@ fn field(v: Option<Json<'_>>, name: &str) -> Result<Option<Row>, DecodeError> {
     }
 }
 
-pub fn decode(has_primary_key: bool, value: Option<&[u8]>) -> Result<Option<Event>, DecodeError> {
+pub(super) fn decode(
+    has_primary_key: bool,
+    value: Option<&[u8]>,
+) -> Result<Option<Event>, DecodeError> {
     let Some(bytes) = value else {
         return Ok(None);
     };
