@@ -9,6 +9,7 @@ mod csv;
 mod error;
 pub mod output;
 mod raw;
+pub mod reference;
 pub mod select;
 mod side;
 pub mod sql;
