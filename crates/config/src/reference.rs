@@ -9,8 +9,6 @@
 //!
 //! A declarative table: it is longer than the 400 lines a module may otherwise have.
 
-use crate::raw::{known_vars, KAFKA_PREFIX};
-
 /// One line of the configuration reference.
 pub struct Setting {
     /// The variables, e.g. the left and right variants of one setting; a name holding `<…>`
@@ -365,6 +363,7 @@ pub const SETTINGS: &[Setting] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw::{known_vars, KAFKA_PREFIX};
 
     const REGENERATE: &str = "UPDATE_DOCS=1 cargo test -p sidejoin-config reference";
 
