@@ -7,6 +7,7 @@
 - Every page under docs/src is in SUMMARY.md (mdBook builds only those).
 - With the built book present, every id computed here for a page is in its HTML (so this
   script's idea of mdBook's ids is checked too).
+- README.md stays a landing page: at most 10 KiB.
 - Every `SPEC §N` cited in the code (src, crates, tests, benches, examples, scripts, helm) names
   a section of docs/src/semantics/spec.md (its `<a id="sN">` anchors); ranges (§6–8) name each.
 
@@ -166,6 +167,9 @@ def main():
     check_summary(pages, problems)
     check_built(pages, problems)
     cited = check_spec(problems)
+    size = (ROOT / "README.md").stat().st_size
+    if size > 10 * 1024:
+        problems.append(f"README.md: {size} bytes; a landing page stays within 10 KiB (move the rest into the book)")
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
