@@ -8,7 +8,7 @@
 # The configuration and metrics reference pages are generated from the code and checked by
 # tests (crates/config/src/reference.rs, src/metrics/reference.rs); to regenerate them:
 #   UPDATE_DOCS=1 cargo test -p sidejoin-config reference
-#   UPDATE_DOCS=1 cargo test --release --lib metrics::reference
+#   UPDATE_DOCS=1 cargo test --release -p sidejoin --lib metrics::reference
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
