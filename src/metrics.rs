@@ -10,6 +10,7 @@
 //! output back), `sidejoin_brokers_up` the fewest brokers any worker's consumer is connected to,
 //! and the instance is ready when every worker is. No metric has a worker label.
 
+use std::cell::RefCell;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -21,8 +22,12 @@ use prometheus::{
 use crate::change::{Kind, Side};
 use crate::stats::{DropReason, Stats, UnmatchedReason};
 
+pub mod reference;
+
 pub struct Metrics {
     registry: Registry,
+    /// What each metric is, in registration order (the metrics reference is rendered from it).
+    described: Vec<Described>,
     records_in: IntCounterVec,
     records_out: IntCounterVec,
     generated_retracts_filtered: IntCounter,
@@ -71,30 +76,62 @@ impl WorkerSlot {
     }
 }
 
-fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+/// One metric as the reference describes it: its name, type, labels and help text.
+#[derive(Debug, Clone)]
+pub struct Described {
+    pub name: String,
+    /// `counter`, `gauge` or `histogram`.
+    pub kind: &'static str,
+    pub labels: Vec<String>,
+    pub help: String,
+}
+
+/// The registry being filled, and what was registered in it.
+struct Catalog {
+    registry: Registry,
+    described: RefCell<Vec<Described>>,
+}
+
+fn counter_vec(r: &Catalog, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     registered(r, IntCounterVec::new(Opts::new(name, help), labels))
 }
 
-fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
+fn counter(r: &Catalog, name: &str, help: &str) -> IntCounter {
     registered(r, IntCounter::new(name, help))
 }
 
-fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+fn gauge_vec(r: &Catalog, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     registered(r, IntGaugeVec::new(Opts::new(name, help), labels))
 }
 
-/// A metric made (its name and help are constants, so valid) and registered in `r`.
+/// A metric made (its name and help are constants, so valid), registered in `r` and described.
 fn registered<M: prometheus::core::Collector + Clone + 'static>(
-    r: &Registry,
+    r: &Catalog,
     metric: prometheus::Result<M>,
 ) -> M {
+    use prometheus::proto::MetricType;
     let m = metric.expect("valid metric");
-    r.register(Box::new(m.clone()))
+    let kind = match m.collect().first().map(|f| f.get_field_type()) {
+        Some(MetricType::COUNTER) => "counter",
+        Some(MetricType::GAUGE) => "gauge",
+        Some(MetricType::HISTOGRAM) => "histogram",
+        _ => "untyped",
+    };
+    for d in m.desc() {
+        r.described.borrow_mut().push(Described {
+            name: d.fq_name.clone(),
+            kind,
+            labels: d.variable_labels.clone(),
+            help: d.help.clone(),
+        });
+    }
+    r.registry
+        .register(Box::new(m.clone()))
         .expect("metric registered once");
     m
 }
 
-fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
+fn histogram(r: &Catalog, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
     registered(
         r,
         Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets)),
@@ -111,7 +148,10 @@ fn advance(c: &IntCounter, before: u64, now: u64) {
 impl Metrics {
     /// The metrics of an instance of `workers` workers (at least one).
     pub fn new(workers: usize) -> Self {
-        let r = Registry::new();
+        let r = Catalog {
+            registry: Registry::new(),
+            described: RefCell::new(Vec::new()),
+        };
         let latency_buckets = vec![
             0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
         ];
@@ -265,7 +305,8 @@ impl Metrics {
                     "Brokers the consumer is connected to (librdkafka state UP)",
                 ),
             ),
-            registry: r,
+            registry: r.registry,
+            described: r.described.into_inner(),
             workers: Mutex::new(
                 (0..workers.max(1))
                     .map(|_| WorkerSlot {
@@ -445,6 +486,11 @@ impl Metrics {
     /// broker reachable.
     pub fn is_ready(&self) -> bool {
         self.slots().iter().all(WorkerSlot::ready)
+    }
+
+    /// Every metric, as the metrics reference describes it, in registration order.
+    pub fn described(&self) -> &[Described] {
+        &self.described
     }
 
     /// The Prometheus text exposition of every metric.

@@ -1,7 +1,7 @@
 //! Avro end to end on the real broker and the real schema registry (`scripts/test.sh` starts
 //! both): Debezium-Avro CDC on both sides with a schema change mid-topic gives the records
 //! `sidejoin replay` gives for the same records as JSON; logical types reach the output as the
-//! README says (expectations written by hand); malformed records all land in the DLQ.
+//! docs/src/operations/avro.md says (expectations written by hand); malformed records all land in the DLQ.
 
 use std::time::Duration;
 
@@ -313,7 +313,7 @@ fn types_value() -> Vec<(String, apache_avro::types::Value)> {
 }
 
 /// Acceptance 3 (JSON output): every logical and complex Avro type reaches the output row as
-/// the README's mapping says. The expected row is written by hand.
+/// the mapping in docs/src/operations/avro.md says. The expected row is written by hand.
 #[test]
 fn logical_types_reach_the_output_as_documented() {
     let (left, right, output) = kafka::join_topics("avro-types", [1, 1, 1]);

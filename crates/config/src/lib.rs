@@ -11,6 +11,7 @@ mod kafka;
 pub mod output;
 mod process;
 mod raw;
+pub mod reference;
 pub mod select;
 mod side;
 pub mod sql;

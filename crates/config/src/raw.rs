@@ -216,7 +216,7 @@ pub(crate) fn read(
         } else {
             let hint = match nearest(&name, &known) {
                 Some(k) => format!("unknown variable; did you mean {k}?"),
-                None => "unknown variable (see the configuration table in README.md)".to_owned(),
+                None => "unknown variable (see docs/src/reference/configuration.md)".to_owned(),
             };
             // The value is not echoed: an unknown variable may hold a secret.
             problems.add(&name, None, hint);

@@ -33,9 +33,9 @@ pub fn fix(cfg: &Config, side: Side) -> String {
     let key = cfg.join.side(side).key.join(",");
     format!(
         "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or, if one side is a small \
-         table, broadcast it (SIDEJOIN_BROADCAST=left|right: no co-partitioning needed; README \"A small table joined \
-         to a big one\"), or let sidejoin re-key it by the join key (SIDEJOIN_{}_HASH_BY=$join_key: an internal \
-         repartition topic; README \"Topics not keyed by the join key\")",
+         table, broadcast it (SIDEJOIN_BROADCAST=left|right: no co-partitioning needed; see \
+         docs/src/operations/broadcast.md), or let sidejoin re-key it by the join key \
+         (SIDEJOIN_{}_HASH_BY=$join_key: an internal repartition topic; see docs/src/operations/repartition.md)",
         side.var()
     )
 }

@@ -1,7 +1,7 @@
 //! An Avro binary datum → compact JSON text, walking the writer schema: the JSON a row of a JSON
 //! topic would hold, so Avro records enter the same decoders and `Row`s as JSON ones.
 //!
-//! The mapping (README "Avro"): unions are their branch's value (no `{"type": …}` wrapper);
+//! The mapping (docs/src/operations/avro.md): unions are their branch's value (no `{"type": …}` wrapper);
 //! records and maps are objects (map keys sorted), arrays arrays; enums their symbol; bytes and
 //! fixed base64 (standard, padded) strings; `decimal` an exact JSON number with the schema's
 //! scale (`12.30`); `uuid` its string; `date` `"2024-01-31"`; `time-millis`/`-micros`
