@@ -42,7 +42,7 @@ consumer reaches, and `sidejoin_ready` is 1 when every worker is ready. Alert on
 `sidejoin_copartition_violations_total`: the output is then wrong (see
 [Running against Kafka](../operations/kafka.md#co-partitioning)). The Helm chart's Grafana
 dashboard (`helm/sidejoin/dashboards/sidejoin.json`) is checked against a live `/metrics` by
-`tests/dashboard_metrics.rs`.
+`tests/broker/dashboard_metrics.rs`.
 
 | metric | type | labels | meaning |
 |---|---|---|---|
