@@ -3,7 +3,8 @@
 # `debootstrap --variant=minbase bookworm` root file system (scripts/lib/debian-root.sh, cached)
 # with only git (apt-get install --no-install-recommends git) and this machine's Rust toolchain
 # (rustup's default toolchain copied to /root/.rustup, rustup's proxies to /root/.cargo/bin)
-# added; the repository's committed HEAD is cloned there with `git clone` (from a git bundle) and
+# added (and this machine's own CA certificates, /usr/local/share/ca-certificates, when its
+# network needs them); the repository's committed HEAD is cloned there with `git clone` (from a git bundle) and
 # `scripts/demo.sh` run as root, then `scripts/test.sh` with --test. Everything else the commands
 # need (C toolchain, headers, Java, Maven, ...) they install themselves (scripts/setup.sh).
 # The first demo is a cold build (RocksDB, librdkafka): 25+ min on 2 cores; the test suite after
@@ -63,6 +64,11 @@ in_chroot() {
 }
 
 if ((fresh)); then
+  # This machine's own CAs (here, the TLS-intercepting egress proxy's): without them no HTTPS
+  # download works from this network (cargo, Maven). Trusted once ca-certificates is installed
+  # (scripts/setup.sh installs it). Not needed on a machine with direct internet access.
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
   log "adding git (apt-get install --no-install-recommends git)"
   in_chroot 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git >/dev/null'
   tc=$(rustup show active-toolchain | awk '{print $1}')
