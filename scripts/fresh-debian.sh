@@ -19,8 +19,7 @@
 # namespace, /etc/resolv.conf copied). Logs: DIR/log/*.log; the demo's output is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$(pwd)
-# shellcheck source=lib/debian-root.sh
+# shellcheck source=scripts/lib/debian-root.sh
 . scripts/lib/debian-root.sh
 
 run_test=0 keep=0 root=""
@@ -53,6 +52,7 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 # Run a command as root in the chroot with a clean environment and /proc, /sys, /dev mounted (in
 # a private mount namespace: nothing is left mounted afterwards).
 in_chroot() {
+  # shellcheck disable=SC2016 # expanded by the inner bash
   unshare -m --propagation private bash -c '
     root=$1; shift
     mount -t proc proc "$root/proc"
