@@ -124,8 +124,8 @@ up() {
   openssl genrsa -out "$KDIR/pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$KDIR/pki/sa.key" -pubout -out "$KDIR/pki/sa.pub" 2>/dev/null
   echo 'devtoken,admin,1,"system:masters"' >"$KDIR/pki/tokens.csv"
-  local i
-  for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break; sleep 0.1; done
+  local _
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$etcd_port/health" >/dev/null && break; sleep 0.1; done
   start "$KDIR" kube-apiserver "$KBIN/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
     --secure-port="$api_port" --cert-dir="$KDIR/certs" \
@@ -148,7 +148,7 @@ contexts:
 current-context: kube-local
 EOT
   chmod 600 "$KDIR/kubeconfig"
-  for i in $(seq 1 300); do [ "$(api GET /readyz 2>/dev/null)" = ok ] && break; sleep 0.2; done
+  for _ in $(seq 1 300); do [ "$(api GET /readyz 2>/dev/null)" = ok ] && break; sleep 0.2; done
   [ "$(api GET /readyz)" = ok ] || { tail -20 "$KDIR/kube-apiserver.log" >&2; die "kube-apiserver not ready"; }
   local kc="$KDIR/kubeconfig"
   start "$KDIR" kube-controller-manager "$KBIN/kube-controller-manager" --kubeconfig="$kc" \
@@ -171,7 +171,7 @@ status:
   capacity: {cpu: "32", memory: 256Gi, pods: "110"}
 EOT
   api POST /api/v1/nodes "$KDIR/node.yaml" >/dev/null
-  for i in $(seq 1 300); do
+  for _ in $(seq 1 300); do
     api GET /api/v1/nodes/kwok-node-0 | python3 -c '
 import json, sys
 n = json.load(sys.stdin)
@@ -256,8 +256,8 @@ for p in json.load(sys.stdin)["items"]:
 # pvs N: N more hostPath PersistentVolumes of 10Gi (no provisioner here; the controller binds them).
 PV_COUNT=0
 pvs() {
-  local i
-  for i in $(seq 1 "$1"); do
+  local _
+  for _ in $(seq 1 "$1"); do
     PV_COUNT=$((PV_COUNT + 1))
     printf 'apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv-%d}\nspec:\n  capacity: {storage: 10Gi}\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Retain\n  hostPath: {path: /tmp/kube-local-pv-%d}\n' \
       "$PV_COUNT" "$PV_COUNT" >"$KDIR/pv.yaml"
@@ -289,7 +289,6 @@ run_test() {
 
   log "installing the Prometheus Operator's CRDs ($PROMETHEUS_OPERATOR_VERSION: ServiceMonitor, PodMonitor)"
   for f in "$crd_dir"/*.yaml; do api POST /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$f" >/dev/null; done
-  local i _
   for _ in $(seq 1 100); do
     api GET /apis/monitoring.coreos.com/v1 2>/dev/null | grep -q '"servicemonitors"' && break
     sleep 0.2
