@@ -125,7 +125,7 @@ in_image() {
     env=()
     while [ "$1" != -- ]; do env+=("$1"); shift; done
     shift
-    exec env -i "${env[@]}" chroot --userspec="$user" "$r" "$@"' in_image "$work/rootfs" "$work/volume" "$@"
+    exec env -i "${env[@]}" "$(command -v chroot)" --userspec="$user" "$r" "$@"' in_image "$work/rootfs" "$work/volume" "$@"
 }
 
 cmd_smoke() {
