@@ -111,12 +111,13 @@ kafka_cli() {
 # in_image USERSPEC ENV... -- CMD...: CMD in the exported root file system $work/rootfs, mounted
 # read-only, with the writable $work/volume on /var/lib/sidejoin (the image's VOLUME), /proc and
 # /dev, as USERSPEC, with only the environment ENV (a private mount namespace: nothing stays
-# mounted).
+# mounted). IN_IMAGE_PIDFILE: where to write CMD's pid.
 in_image() {
   # shellcheck disable=SC2016 # expanded by the inner bash
   unshare -m --propagation private bash -c '
     set -e
     r=$1 vol=$2 user=$3; shift 3
+    [ -z "${IN_IMAGE_PIDFILE:-}" ] || echo $$ >"$IN_IMAGE_PIDFILE" # unshare, bash, env, chroot: one process
     mount --bind "$r" "$r"
     mount --bind "$vol" "$r/var/lib/sidejoin"
     mount -t proc proc "$r/proc"
@@ -133,7 +134,10 @@ cmd_smoke() {
   work=$(mktemp -d "${TMPDIR:-/var/tmp}/sidejoin-image-smoke.XXXXXX")
   sj_pid=""
   smoke_cleanup() {
-    [ -n "$sj_pid" ] && kill "$sj_pid" 2>/dev/null && wait "$sj_pid" 2>/dev/null
+    if [ -n "$sj_pid" ]; then
+      kill "$(cat "$work/sidejoin.pid" 2>/dev/null)" 2>/dev/null || true
+      wait "$sj_pid" 2>/dev/null || true
+    fi
     scripts/kafka.sh stop "$work/kafka" >/dev/null 2>&1 || true
     rm -rf --one-file-system "$work"
   }
@@ -169,16 +173,28 @@ cmd_smoke() {
   # The seed 000 join: demo/left_join.env's settings, demo/user_info_and_score.jsonl's rows.
   local join_env=()
   mapfile -t join_env < <(set -a; . demo/left_join.env; set +a; env | grep '^SIDEJOIN_')
-  local expected="$work/expected.txt"
+  # The rows keyed by user_id (as scripts/demo.sh produces them): $work/input.tsv for the
+  # broker, $work/input.jsonl (the same key and value bytes) for `sidejoin replay`.
+  python3 - demo/user_info_and_score.jsonl "$work" <<'EOT'
+import json, sys
+c = lambda v: json.dumps(v, separators=(",", ":"))
+with open(sys.argv[2] + "/input.tsv", "w") as tsv, open(sys.argv[2] + "/input.jsonl", "w") as jl:
+    for line in open(sys.argv[1]):
+        r = json.loads(line)
+        r["key"] = {"user_id": r["value"]["user_id"]}
+        tsv.write(r["side"] + "\t" + c(r["key"]) + "\t" + c(r["value"]) + "\n")
+        jl.write(c(r) + "\n")
+EOT
   in_image "$user" "${image_env[@]}" "${join_env[@]}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false -- \
-    /usr/local/bin/sidejoin replay --records <demo/user_info_and_score.jsonl >"$work/replay.jsonl" 2>"$work/replay.log" \
+    /usr/local/bin/sidejoin replay --records <"$work/input.jsonl" >"$work/replay.jsonl" 2>"$work/replay.log" \
     || { cat "$work/replay.log" >&2; die "sidejoin replay failed in the image"; }
+  # The records the join must write: its replay's, one "key<TAB>value" line each, in order.
   python3 -c '
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    print(json.dumps(r["key"], separators=(",", ":")) + "\t" + json.dumps(r["value"], separators=(",", ":")))
-' "$work/replay.jsonl" | sort >"$expected"
+    print(json.dumps(r["key"]) + "\t" + json.dumps(r["value"]))
+' "$work/replay.jsonl" >"$work/expected.txt"
 
   log "starting a local broker (scripts/kafka.sh)"
   local bootstrap
@@ -189,11 +205,12 @@ for line in open(sys.argv[1]):
   done
 
   log "running the image's sidejoin as $user on the read-only root (state on the volume)"
-  in_image "$user" "${image_env[@]}" "${join_env[@]}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
+  IN_IMAGE_PIDFILE="$work/sidejoin.pid" in_image "$user" "${image_env[@]}" "${join_env[@]}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
     SIDEJOIN_BOOTSTRAP_SERVERS="$bootstrap" SIDEJOIN_APPLICATION_ID=sidejoin-image-smoke \
     SIDEJOIN_LEFT_TOPIC=user_info SIDEJOIN_RIGHT_TOPIC=user_score SIDEJOIN_OUTPUT_TOPIC=user_info_score \
     SIDEJOIN_HTTP_ADDR=127.0.0.1:0 -- /usr/local/bin/sidejoin run 2>"$work/sidejoin.log" &
   sj_pid=$!
+  for _ in $(seq 1 100); do [ -s "$work/sidejoin.pid" ] && break; sleep 0.1; done
   local addr=""
   for _ in $(seq 1 600); do
     addr=$(sed -n 's/.*http listening on \([0-9.:]*\).*/\1/p' "$work/sidejoin.log" | head -1)
@@ -214,42 +231,40 @@ for line in open(sys.argv[1]):
     n=$((n + 1))
     for _ in $(seq 1 300); do [ "$(consumed)" -ge "$n" ] && break; sleep 0.1; done
     [ "$(consumed)" -ge "$n" ] || { tail -20 "$work/sidejoin.log" >&2; die "sidejoin did not consume record $n"; }
-  done < <(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    k = json.dumps({"user_id": r["value"]["user_id"]}, separators=(",", ":"))
-    print(r["side"] + "\t" + k + "\t" + json.dumps(r["value"], separators=(",", ":")))
-' demo/user_info_and_score.jsonl)
+  done <"$work/input.tsv"
   log "sidejoin consumed $(consumed) records"
 
   local want
-  want=$(wc -l <"$expected")
+  want=$(wc -l <"$work/expected.txt")
   kafka_cli org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" --topic user_info_score \
-    --from-beginning --max-messages "$want" --timeout-ms 20000 --consumer-property isolation.level=read_committed \
-    --property print.key=true --property key.separator=$'\t' 2>/dev/null | sort >"$work/out.txt" || true
-  kill -TERM "$sj_pid"
+    --from-beginning --max-messages "$want" --timeout-ms 20000 --isolation-level read_committed \
+    --property print.key=true --property key.separator=$'\t' 2>/dev/null >"$work/out.txt" || true
+  kill -TERM "$(cat "$work/sidejoin.pid")"
   local rc=0
   wait "$sj_pid" || rc=$?
   sj_pid=""
-  echo "== the output topic (key <TAB> value), sorted:"
+  echo "== the output topic (key <TAB> value):"
   cat "$work/out.txt"
   ((rc == 0)) || { tail -20 "$work/sidejoin.log" >&2; die "sidejoin exited $rc on SIGTERM"; }
-  if ! diff -u "$expected" "$work/out.txt" >&2; then
-    die "the output topic differs from the image's own sidejoin replay --records (above: - replay, + topic)"
-  fi
-  python3 - "$work/out.txt" <<'EOT' || die "seed 000's rows are not as expected"
+  # Per key, the records in order (the topic keeps each key's order; keys may interleave).
+  python3 - "$work/expected.txt" "$work/out.txt" <<'EOT' || die "the output topic is not the seed 000 join (above)"
 import json, sys
-rows = {}
-for line in open(sys.argv[1]):
-    key, value = line.rstrip("\n").split("\t", 1)
-    rows.setdefault(json.loads(key)["user_id"], []).append(json.loads(value))
-def after(v):  # a Debezium envelope or the bare row
-    return v.get("after", v) if isinstance(v, dict) else v
-got = {k: [(after(v) or {}).get("score") for v in vs] for k, vs in rows.items()}
-assert got.get("1") == [None, 25], got
-assert got.get("2") == [None, 61], got
-assert "3" not in got, got
+def per_key(path):
+    rows = {}
+    for line in open(path):
+        key, value = line.rstrip("\n").split("\t", 1)
+        rows.setdefault(json.dumps(json.loads(key), sort_keys=True), []).append(json.loads(value))
+    return rows
+want, got = per_key(sys.argv[1]), per_key(sys.argv[2])
+if got != want:
+    print(f"image.sh: the output topic differs from the image's own `sidejoin replay --records`:\n  replay: {want}\n  topic:  {got}", file=sys.stderr)
+    sys.exit(1)
+def after(v):  # a Debezium envelope's row, or the bare row
+    return (v.get("after", v) if isinstance(v, dict) else v) or {}
+scores = {json.loads(k)["user_id"]: [after(v).get("score") for v in vs] for k, vs in got.items()}
+if scores != {"1": [None, 25], "2": [None, 61]}:
+    print(f"image.sh: seed 000's scores per user are {scores}, not 1: [null, 25], 2: [null, 61]", file=sys.stderr)
+    sys.exit(1)
 EOT
   [ -d "$work/volume/state" ] || die "no state written to the volume"
   log "PASS: the image's binary (uid 65532, read-only root, state on the volume) joined seed 000 like its replay: $want records ($((SECONDS - t0)) s)"
