@@ -2,16 +2,17 @@
 # sidejoin's container image.
 #   docker build -t sidejoin:0.1.0 .
 # Build stage: the release binary, with the dependencies (RocksDB, librdkafka: most of a cold
-# build) compiled in their own layer from Cargo.toml and Cargo.lock alone, so a source change
-# rebuilds only sidejoin itself. Runtime stage: Debian slim with the shared libraries the binary
-# links (OpenSSL, zlib, libstdc++), a non-root user and the state directory as a volume. The root
-# filesystem can be mounted read-only: sidejoin writes only under /var/lib/sidejoin. No
-# HEALTHCHECK: Kubernetes probes /healthz and /readyz (see helm/sidejoin).
+# build) compiled in their own layer from stubs derived from the workspace's manifests and
+# Cargo.lock, so a source change rebuilds only sidejoin's own crates. Runtime stage: Debian
+# slim with the shared libraries the binary links (OpenSSL, zlib, libstdc++), a non-root user
+# and the state directory as a volume. The root filesystem can be mounted read-only: sidejoin
+# writes only under /var/lib/sidejoin. No HEALTHCHECK: Kubernetes probes /healthz and /readyz
+# (see helm/sidejoin). scripts/image.sh builds it with podman and runs its binary (README).
 
 ARG RUST_VERSION=1.95.0
 ARG DEBIAN_VERSION=12.12
 
-FROM rust:${RUST_VERSION}-bookworm AS build
+FROM rust:${RUST_VERSION}-bookworm AS toolchain
 # Versions come with the pinned base image's Debian release (bookworm), as on the CI machines.
 # hadolint ignore=DL3008
 RUN apt-get update \
@@ -19,18 +20,23 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 
-# Dependencies only: stub targets, so this layer depends on the manifest and the lock file alone.
-COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src benches \
- && echo 'fn main() {}' > src/main.rs \
- && touch src/lib.rs \
- && echo 'fn main() {}' > benches/engine.rs \
- && cargo build --release --locked --bin sidejoin \
- && rm -rf src target/release/.fingerprint/sidejoin-* target/release/deps/sidejoin-* target/release/deps/libsidejoin-*
+# Stubs: the workspace's manifests, the lock file and one stub source per target they declare
+# (cargo metadata lists them: libraries, binaries, benches, tests, examples of every member), all
+# with modification time 0, so the same manifests give the same files (deploy/docker/stubs.pl).
+FROM toolchain AS stubs
+COPY . /src
+RUN perl /src/deploy/docker/stubs.pl /src /stubs
 
-# sidejoin itself (touched: COPY keeps the sources' older modification times).
-COPY src ./src
-RUN touch src/main.rs src/lib.rs \
+FROM toolchain AS build
+# Dependencies only: built from the stubs, so this layer depends on the manifests, the lock file
+# and the set of targets alone, and a source change rebuilds only sidejoin's own crates.
+COPY --from=stubs /stubs/ ./
+RUN cargo build --release --locked --bin sidejoin
+
+# sidejoin itself. COPY keeps the sources' older modification times: touched, so cargo rebuilds
+# the workspace's crates over their stubs.
+COPY . .
+RUN find . -path ./target -prune -o -name '*.rs' -exec touch {} + \
  && cargo build --release --locked --bin sidejoin \
  && install -D -m 0755 target/release/sidejoin /out/sidejoin
 

@@ -8,6 +8,8 @@
 # Avro upsert output decoded with the registered schema (examples/avro_tool.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Debian packages the build and the local Kafka need (installed when missing; scripts/setup.sh).
+if [ "${1:-}" = "--replay" ]; then scripts/setup.sh build; else scripts/setup.sh demo; fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
 # With an example in the build, cargo resolves the dev-dependencies' features too, as
 # `cargo test --release` (scripts/test.sh) does: the two commands share every compiled

@@ -4,6 +4,8 @@
 # script (scripts/kafka.sh, scripts/registry.sh) and always stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Debian packages the build, the broker and the tests need (installed when missing; scripts/setup.sh).
+scripts/setup.sh test
 # The build scripts/demo.sh made (same target dir, same dependency features): a first demo
 # then the tests compile RocksDB and librdkafka once.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
