@@ -10,6 +10,7 @@ mod decoder_hardening;
 mod engine_props;
 mod golden;
 mod interval;
+mod interval_csv_registry_errors;
 mod rocksdb_state;
 mod sql_check;
 mod sql_errors;

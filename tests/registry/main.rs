@@ -7,3 +7,4 @@ mod common;
 
 mod avro_e2e;
 mod avro_errors;
+mod avro_output;
