@@ -10,6 +10,7 @@ pub mod fixtures;
 pub mod interval_props;
 pub mod kafka;
 pub mod kills;
+pub mod process;
 pub mod props;
 pub mod reference;
 pub mod rocks;
