@@ -12,6 +12,7 @@ pub mod kafka;
 pub mod kills;
 pub mod process;
 pub mod props;
+pub mod props_cases;
 pub mod reference;
 pub mod rocks;
 pub mod upsert;
