@@ -199,8 +199,13 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
     /// Rewrites a stored entry with a new match count, stamped now (a write in the sense of
     /// SPEC §3.5).
     pub fn set_matches(&mut self, plan: &SidePlan, slot: &Slot, matches: u32) {
+        self.rewrite(plan, slot, |e| e.matches = matches);
+    }
+
+    /// Writes `slot`'s entry again, as `change` makes it, stamped now.
+    fn rewrite(&mut self, plan: &SidePlan, slot: &Slot, change: impl FnOnce(&mut RowEntry)) {
         let mut entry = slot.entry.clone();
-        entry.matches = matches;
+        change(&mut entry);
         entry.stamp = self.now;
         self.write(
             plan,
@@ -274,16 +279,7 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
     /// Removes one copy of a stored row.
     pub fn remove_copy(&mut self, plan: &SidePlan, slot: &Slot) {
         if slot.entry.copies > 1 {
-            let mut entry = slot.entry.clone();
-            entry.copies -= 1;
-            entry.stamp = self.now;
-            self.write(
-                plan,
-                &slot.join_key,
-                &slot.item,
-                entry,
-                Some(slot.entry.stamp),
-            );
+            self.rewrite(plan, slot, |e| e.copies -= 1);
         } else {
             self.remove(plan, &slot.join_key, &slot.item, slot.entry.stamp);
         }
