@@ -7,7 +7,6 @@ mod common;
 
 mod dashboard_metrics;
 mod kafka_broadcast;
-mod kafka_broker_restart;
 mod kafka_changelog;
 mod kafka_copartition;
 mod kafka_crash;

@@ -4,8 +4,8 @@
 //! reports not ready while no broker is reachable, recovers by itself, and once every record is
 //! consumed the output topic folded as an upsert table equals `sidejoin replay` of the input.
 //!
-//! It stops the one broker every test uses, so it is the only test in this file (cargo runs test
-//! files one after another).
+//! It stops the one broker every test uses, so it is the only test of its binary (the
+//! `broker_outage` tier: cargo runs test binaries one after another).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
