@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::change::{Partition, Side};
 use crate::config::Config;
 use crate::engine::JoinState;
+use crate::format::DecodeError;
 use crate::pipeline::{ErrorAction, Origin, Pipeline};
 use crate::row::scan::{self, JsonKind};
 use crate::row::Json;
@@ -178,6 +179,56 @@ fn partitions(lines: &[String]) -> Vec<Partition> {
     ps
 }
 
+/// A text format's value (csv): the line's JSON string, unquoted; `None` for other formats.
+fn text_value(
+    pipeline: &Pipeline,
+    line: &Line<'_>,
+    n: usize,
+) -> Result<Option<String>, ReplayError> {
+    match line.value {
+        Some(v) if pipeline.reads_text(line.side) => serde_json::from_slice::<String>(v)
+            .map(Some)
+            .map_err(|_| ReplayError::BadLine {
+                line: n,
+                message: format!(
+                    "the {} side reads csv: `value` must be a JSON string holding the line",
+                    line.side
+                ),
+            }),
+        _ => Ok(None),
+    }
+}
+
+/// A record that could not be decoded: one JSON line on `err` with what `SIDEJOIN_ON_ERROR`
+/// does with it; `fail` ends the replay.
+fn report_error(
+    pipeline: &mut Pipeline,
+    n: usize,
+    side: Side,
+    e: &DecodeError,
+    err: &mut impl Write,
+) -> Result<(), ReplayError> {
+    let action = pipeline.dispatch();
+    let name = match action {
+        ErrorAction::Fail => "fail",
+        ErrorAction::DeadLetter => "dlq",
+        ErrorAction::Skip => "skip",
+    };
+    writeln!(
+        err,
+        "{}",
+        json!({"line": n, "side": side.name(), "error": e.to_string(), "action": name})
+    )?;
+    if action == ErrorAction::Fail {
+        return Err(ReplayError::Failed {
+            line: n,
+            side,
+            error: e.to_string(),
+        });
+    }
+    Ok(())
+}
+
 fn run_lines<S: JoinState>(
     config: &Config,
     pipeline: &mut Pipeline,
@@ -207,19 +258,7 @@ fn run_lines<S: JoinState>(
         let line =
             parse_line(&text).map_err(|message| ReplayError::BadLine { line: n, message })?;
         timestamp = line.timestamp.unwrap_or(timestamp);
-        // A text format's value (csv) is the line's JSON string, unquoted.
-        let text_value = match line.value {
-            Some(v) if pipeline.reads_text(line.side) => Some(
-                serde_json::from_slice::<String>(v).map_err(|_| ReplayError::BadLine {
-                    line: n,
-                    message: format!(
-                        "the {} side reads csv: `value` must be a JSON string holding the line",
-                        line.side
-                    ),
-                })?,
-            ),
-            _ => None,
-        };
+        let text_value = text_value(pipeline, &line, n)?;
         let value = text_value.as_deref().map(str::as_bytes).or(line.value);
         let origin = Origin {
             side: line.side,
@@ -230,24 +269,7 @@ fn run_lines<S: JoinState>(
         let error = pipeline.process(state, origin, line.key, value)?;
         write_changes(pipeline, n, opts, &mut records, out)?;
         if let Some(e) = error {
-            let action = pipeline.dispatch();
-            let name = match action {
-                ErrorAction::Fail => "fail",
-                ErrorAction::DeadLetter => "dlq",
-                ErrorAction::Skip => "skip",
-            };
-            writeln!(
-                err,
-                "{}",
-                json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": name})
-            )?;
-            if action == ErrorAction::Fail {
-                return Err(ReplayError::Failed {
-                    line: n,
-                    side: line.side,
-                    error: e.to_string(),
-                });
-            }
+            report_error(pipeline, n, line.side, &e, err)?;
         }
     }
     pipeline.flush(state)?;
