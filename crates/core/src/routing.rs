@@ -255,17 +255,13 @@ pub enum Learnt {
 /// side's (`(1/n)^8` that the other would fit them by chance).
 const DISTINCT_KEYS: usize = 8;
 
-/// The placement of the other side's records (`topic`, `partitions` partitions, join key
-/// `columns`) as `samples` show it, or why it cannot be mirrored.
-pub fn learn(
+/// The form every sampled key has (the first one's), or why they do not share one.
+fn shared_form(
     topic: &str,
-    partitions: i32,
     columns: &[String],
+    first: &Sample<'_>,
     samples: &[Sample<'_>],
-) -> Result<Learnt, String> {
-    let Some(first) = samples.first() else {
-        return Ok(Learnt::NotYet(format!("no keyed record in `{topic}` yet")));
-    };
+) -> Result<KeyForm, String> {
     let form = key_form(first.key, columns).ok_or_else(|| {
         format!(
             "the key {} of `{topic}` partition {} offset {} is not its join key ({}) as a compact JSON \
@@ -290,6 +286,21 @@ pub fn learn(
             s.offset
         ));
     }
+    Ok(form)
+}
+
+/// The placement of the other side's records (`topic`, `partitions` partitions, join key
+/// `columns`) as `samples` show it, or why it cannot be mirrored.
+pub fn learn(
+    topic: &str,
+    partitions: i32,
+    columns: &[String],
+    samples: &[Sample<'_>],
+) -> Result<Learnt, String> {
+    let Some(first) = samples.first() else {
+        return Ok(Learnt::NotYet(format!("no keyed record in `{topic}` yet")));
+    };
+    let form = shared_form(topic, columns, first, samples)?;
     let fits = |hash: Hash| {
         samples
             .iter()
