@@ -13,6 +13,10 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
 TEST_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-test-state.XXXXXX")
 export TEST_STATE_DIR
 trap 'rm -rf "$TEST_STATE_DIR"' EXIT
+# One test at a time unless told otherwise: the broker tier's tests start up to three sidejoin
+# processes each beside the broker, and two such tests side by side on a 2-core machine stalled
+# past their waits (RUST_TEST_THREADS=2 scripts/test.sh runs two at a time).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 scripts/kafka.sh with-broker -- scripts/registry.sh with-registry -- \
   cargo test --release --workspace --features sidejoin/broker-tests,sidejoin/registry-tests \
     --no-fail-fast "$@"
