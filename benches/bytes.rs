@@ -49,7 +49,7 @@ fn bytes_to_bytes(c: &mut Criterion) {
                         (dir, p)
                     },
                     |(dir, mut p)| {
-                        drive::run(p.as_mut(), input.iter().map(Cow::Borrowed), |_| {});
+                        drive::run(&mut p, input.iter().map(Cow::Borrowed), |_| {});
                         (dir, p)
                     },
                     BatchSize::PerIteration,

@@ -66,17 +66,13 @@ fn main() {
     let (started, (outputs, bytes)) = match keys {
         Some(keys) => {
             let started = std::time::Instant::now();
-            let r = drive::run(
-                p.as_mut(),
-                workload.stream(n, keys).map(Cow::Owned),
-                progress,
-            );
+            let r = drive::run(&mut p, workload.stream(n, keys).map(Cow::Owned), progress);
             (started, r)
         }
         None => {
             let records = workload.records(n);
             let started = std::time::Instant::now();
-            let r = drive::run(p.as_mut(), records.iter().map(Cow::Borrowed), progress);
+            let r = drive::run(&mut p, records.iter().map(Cow::Borrowed), progress);
             (started, r)
         }
     };

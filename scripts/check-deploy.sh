@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Deployment checks without Docker or a cluster (README "Deploy on Kubernetes"; run by .ci/run):
+# Deployment checks without Docker or a cluster (docs/src/operations/kubernetes.md; run by .ci/run):
 # the Helm chart (lint, render, Kubernetes schemas, promised properties, refused values), the
 # sidecar example, docker-compose.yml (compose-spec schema and the compose-go loader), hadolint
 # on the Dockerfile; with --sidejoin BIN also `sidejoin check` of every rendered environment.

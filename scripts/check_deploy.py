@@ -4,7 +4,7 @@ which installs the tools; .ci/run runs it).
 
   chart     helm lint --strict and helm template of every example values file (helm/examples),
             the rendered manifests validated against the Kubernetes 1.37 schemas offline
-            (kubernetes-validate --strict), and the properties README promises asserted on the
+            (kubernetes-validate --strict), and the properties docs/src/operations/kubernetes.md promises asserted on the
             rendered objects: non-root, read-only root filesystem, no capabilities, seccomp,
             probes on /healthz and /readyz, one PVC per pod, secrets only through secretKeyRef,
             terminationGracePeriodSeconds above SIDEJOIN_SHUTDOWN_TIMEOUT, monitors only when
@@ -102,7 +102,7 @@ def sidejoin_container(pod_spec):
 
 
 def container_problems(pod_spec, where):
-    """What README promises of the sidejoin container, wherever it runs."""
+    """What docs/src/operations/kubernetes.md promises of the sidejoin container, wherever it runs."""
     p = []
     c = sidejoin_container(pod_spec)
     if c is None:

@@ -48,7 +48,7 @@
 #       dir (EXIT/INT/TERM trap) and exit with CMD's exit code. (Ctrl-C reaches
 #       CMD and this script alike; a TERM sent to this script alone is acted on
 #       once CMD has ended, as bash defers traps for a foreground child.)
-#       e.g. scripts/kafka.sh with-broker -- cargo test --test integration
+#       e.g. scripts/kafka.sh with-broker -- cargo test --release --features broker-tests --test broker
 #
 # ENVIRONMENT
 #   LOCAL_KAFKA_HOME           jar cache root (default $HOME/.cache/sidejoin-kafka)

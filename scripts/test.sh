@@ -14,4 +14,5 @@ TEST_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/sidejoin-test-state.XXXXXX")
 export TEST_STATE_DIR
 trap 'rm -rf "$TEST_STATE_DIR"' EXIT
 scripts/kafka.sh with-broker -- scripts/registry.sh with-registry -- \
-  cargo test --release --workspace --no-fail-fast "$@"
+  cargo test --release --workspace --features sidejoin/broker-tests,sidejoin/registry-tests \
+    --no-fail-fast "$@"

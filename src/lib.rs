@@ -11,6 +11,7 @@ pub use sidejoin_core::{
 pub use sidejoin_store as store;
 
 pub mod avro;
+mod backoff;
 pub mod check;
 pub mod http;
 pub mod kafka;

@@ -10,19 +10,27 @@
 //! output back), `sidejoin_brokers_up` the fewest brokers any worker's consumer is connected to,
 //! and the instance is ready when every worker is. No metric has a worker label.
 
-use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry, TextEncoder,
 };
 
 use crate::change::{Kind, Side};
 use crate::stats::{DropReason, Stats, UnmatchedReason};
 
+mod catalog;
+mod declare;
+pub mod reference;
+mod worker;
+
+pub use catalog::Described;
+pub use worker::WorkerMetrics;
+
 pub struct Metrics {
     registry: Registry,
+    /// What each metric is, in registration order (the metrics reference is rendered from it).
+    described: Vec<Described>,
     records_in: IntCounterVec,
     records_out: IntCounterVec,
     generated_retracts_filtered: IntCounter,
@@ -71,36 +79,6 @@ impl WorkerSlot {
     }
 }
 
-fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    registered(r, IntCounterVec::new(Opts::new(name, help), labels))
-}
-
-fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
-    registered(r, IntCounter::new(name, help))
-}
-
-fn gauge_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
-    registered(r, IntGaugeVec::new(Opts::new(name, help), labels))
-}
-
-/// A metric made (its name and help are constants, so valid) and registered in `r`.
-fn registered<M: prometheus::core::Collector + Clone + 'static>(
-    r: &Registry,
-    metric: prometheus::Result<M>,
-) -> M {
-    let m = metric.expect("valid metric");
-    r.register(Box::new(m.clone()))
-        .expect("metric registered once");
-    m
-}
-
-fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
-    registered(
-        r,
-        Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets)),
-    )
-}
-
 /// Moves a counter forward to `now` from `before` (counters never go back).
 fn advance(c: &IntCounter, before: u64, now: u64) {
     if now > before {
@@ -109,176 +87,6 @@ fn advance(c: &IntCounter, before: u64, now: u64) {
 }
 
 impl Metrics {
-    /// The metrics of an instance of `workers` workers (at least one).
-    pub fn new(workers: usize) -> Self {
-        let r = Registry::new();
-        let latency_buckets = vec![
-            0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-        ];
-        Metrics {
-            records_in: counter_vec(
-                &r,
-                "sidejoin_records_in_total",
-                "Input records consumed",
-                &["side"],
-            ),
-            records_out: counter_vec(
-                &r,
-                "sidejoin_records_out_total",
-                "Join changes emitted, by kind",
-                &["op"],
-            ),
-            generated_retracts_filtered: counter(
-                &r,
-                "sidejoin_generated_retracts_filtered_total",
-                "Generated retractions dropped by SIDEJOIN_ALLOW_GENERATED_RETRACTS=false",
-            ),
-            dedup_dropped: counter_vec(
-                &r,
-                "sidejoin_dedup_dropped_total",
-                "Changes dropped by dedup",
-                &["side"],
-            ),
-            input_dropped: counter_vec(
-                &r,
-                "sidejoin_input_dropped_total",
-                "Input changes dropped before the join",
-                &["side", "reason"],
-            ),
-            decode_errors: counter_vec(
-                &r,
-                "sidejoin_decode_errors_total",
-                "Records that could not be decoded",
-                &["side"],
-            ),
-            dlq_records: counter(
-                &r,
-                "sidejoin_dlq_records_total",
-                "Records written to the dead-letter topic",
-            ),
-            matches: counter(
-                &r,
-                "sidejoin_matches_total",
-                "Joined (matched) rows emitted",
-            ),
-            unmatched_emitted: counter_vec(
-                &r,
-                "sidejoin_unmatched_emitted_total",
-                "Interval join: unmatched outer rows emitted null-padded",
-                &["side", "reason"],
-            ),
-            late_records: counter_vec(
-                &r,
-                "sidejoin_late_records_total",
-                "Interval join: records that arrived already final",
-                &["side"],
-            ),
-            late_matches: counter(
-                &r,
-                "sidejoin_late_matches_total",
-                "Interval join: matches of rows already padded by max wait",
-            ),
-            state_rows: gauge_vec(
-                &r,
-                "sidejoin_state_rows",
-                "Rows held in join state",
-                &["side"],
-            ),
-            state_expired: counter_vec(
-                &r,
-                "sidejoin_state_expired_total",
-                "Rows expired by state TTL",
-                &["side"],
-            ),
-            copartition_violations: counter_vec(
-                &r,
-                "sidejoin_copartition_violations_total",
-                "Records whose Kafka key does not carry their join key (the topics are not co-partitioned by it)",
-                &["side"],
-            ),
-            watermark_ms: gauge_vec(
-                &r,
-                "sidejoin_watermark_ms",
-                "Interval join: watermark per side (epoch ms)",
-                &["side"],
-            ),
-            consumer_lag: gauge_vec(
-                &r,
-                "sidejoin_consumer_lag",
-                "Records behind the end of each input partition",
-                &["topic", "partition"],
-            ),
-            repartitioned: counter_vec(
-                &r,
-                "sidejoin_repartition_records_total",
-                "Records of a SIDEJOIN_<SIDE>_HASH_BY side through the repartition step: `in` read from its topic, \
-                 `out` written to its repartition topic, `error` undecodable or unroutable (SIDEJOIN_ON_ERROR)",
-                &["side", "result"],
-            ),
-            end_to_end_latency: histogram(
-                &r,
-                "sidejoin_end_to_end_latency_seconds",
-                "Input record timestamp to output acknowledged",
-                latency_buckets.clone(),
-            ),
-            commit_duration: histogram(
-                &r,
-                "sidejoin_commit_duration_seconds",
-                "Waiting for output acknowledgements and committing input offsets",
-                latency_buckets,
-            ),
-            rebalances: counter(&r, "sidejoin_rebalances_total", "Consumer group rebalances"),
-            restore_seconds: registered(
-                &r,
-                prometheus::Gauge::new(
-                    "sidejoin_restore_seconds",
-                    "Time the last state restore took",
-                ),
-            ),
-            restore_records: counter(
-                &r,
-                "sidejoin_restore_records_total",
-                "Changelog records read to restore partitions' state",
-            ),
-            changelog_records: counter(
-                &r,
-                "sidejoin_changelog_records_total",
-                "State changes mirrored to the changelog topics (net per checkpoint)",
-            ),
-            transactions: counter_vec(
-                &r,
-                "sidejoin_transactions_total",
-                "Checkpoint transactions by result (committed, aborted)",
-                &["result"],
-            ),
-            ready: registered(
-                &r,
-                IntGauge::new(
-                    "sidejoin_ready",
-                    "1 when assigned partitions are restored and processing and a broker is reachable",
-                ),
-            ),
-            brokers_up: registered(
-                &r,
-                IntGauge::new(
-                    "sidejoin_brokers_up",
-                    "Brokers the consumer is connected to (librdkafka state UP)",
-                ),
-            ),
-            registry: r,
-            workers: Mutex::new(
-                (0..workers.max(1))
-                    .map(|_| WorkerSlot {
-                        processing: false,
-                        brokers_up: None,
-                        last: Stats::default(),
-                        watermarks: [None; 2],
-                    })
-                    .collect(),
-            ),
-        }
-    }
-
     /// The handle worker `index` (below the count given to `new`) updates its metrics through.
     pub fn worker(self: &Arc<Self>, index: usize) -> WorkerMetrics {
         assert!(index < self.slots().len(), "worker {index} has no slot");
@@ -447,6 +255,11 @@ impl Metrics {
         self.slots().iter().all(WorkerSlot::ready)
     }
 
+    /// Every metric, as the metrics reference describes it, in registration order.
+    pub fn described(&self) -> &[Described] {
+        &self.described
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
@@ -456,108 +269,5 @@ impl Metrics {
     }
 }
 
-/// One worker's view of the shared `Metrics`: what it reports about itself goes to its slot;
-/// everything else (`Deref`) is shared as is.
-#[derive(Clone)]
-pub struct WorkerMetrics {
-    shared: Arc<Metrics>,
-    index: usize,
-}
-
-impl WorkerMetrics {
-    /// Brings every engine-derived metric up to `stats`, this worker's engine's counts.
-    pub fn observe_stats(&self, stats: &Stats) {
-        self.shared.observe_stats(self.index, stats);
-    }
-
-    pub fn set_watermark(&self, side: Side, ms: i64) {
-        self.shared.set_watermark(self.index, side, ms);
-    }
-
-    /// Whether this worker's assigned partitions are restored and being processed.
-    pub fn set_ready(&self, ready: bool) {
-        self.shared.set_processing(self.index, ready);
-    }
-
-    /// How many brokers this worker's consumer is connected to; none makes the instance not
-    /// ready.
-    pub fn set_brokers_up(&self, up: usize) {
-        self.shared.set_brokers_up(self.index, up);
-    }
-
-    pub fn shared(&self) -> &Arc<Metrics> {
-        &self.shared
-    }
-}
-
-impl Deref for WorkerMetrics {
-    type Target = Metrics;
-
-    fn deref(&self) -> &Metrics {
-        &self.shared
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counters_follow_stats_and_render() {
-        let m = Arc::new(Metrics::new(1)).worker(0);
-        let mut s = Stats {
-            records_in: [3, 1],
-            state_rows: [2, 0],
-            ..Default::default()
-        };
-        s.input_dropped(Side::Right, DropReason::Tombstone);
-        m.observe_stats(&s);
-        s.records_in[0] = 5;
-        m.observe_stats(&s);
-        let text = m.render();
-        assert!(
-            text.contains("sidejoin_records_in_total{side=\"left\"} 5"),
-            "{text}"
-        );
-        assert!(text.contains("sidejoin_state_rows{side=\"left\"} 2"));
-        assert!(
-            text.contains("sidejoin_input_dropped_total{reason=\"tombstone\",side=\"right\"} 1")
-        );
-        assert!(text.contains("sidejoin_end_to_end_latency_seconds_bucket"));
-    }
-
-    #[test]
-    fn workers_add_up() {
-        let shared = Arc::new(Metrics::new(2));
-        let (a, b) = (shared.worker(0), shared.worker(1));
-        let stats = |records_in, rows| Stats {
-            records_in: [records_in, 0],
-            state_rows: [rows, 0],
-            ..Default::default()
-        };
-        a.observe_stats(&stats(3, 2));
-        b.observe_stats(&stats(4, 5));
-        a.observe_stats(&stats(6, 1));
-        a.set_watermark(Side::Left, 20);
-        b.set_watermark(Side::Left, 10);
-        let text = shared.render();
-        assert!(
-            text.contains("sidejoin_records_in_total{side=\"left\"} 10"),
-            "{text}"
-        );
-        assert!(
-            text.contains("sidejoin_state_rows{side=\"left\"} 6"),
-            "{text}"
-        );
-        assert!(
-            text.contains("sidejoin_watermark_ms{side=\"left\"} 10"),
-            "{text}"
-        );
-        a.set_ready(true);
-        assert!(!shared.is_ready(), "one worker is not ready yet");
-        b.set_ready(true);
-        assert!(shared.is_ready());
-        b.set_brokers_up(0);
-        assert!(!shared.is_ready(), "a worker reaches no broker");
-    }
-}
+mod tests;

@@ -1,9 +1,7 @@
 //! Drives a `Processor` the way `sidejoin run` does, minus Kafka: records in, output records
-//! out (counted, their bytes handed to `black_box`), a checkpoint sealed with the input offsets
-//! every `CHECKPOINT_EVERY` records and persisted one checkpoint later, as the run loop does.
+//! out (counted, their bytes handed to `black_box`), a checkpoint sealed every `CHECKPOINT_EVERY` records and persisted one checkpoint later, as the run loop does.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use sidejoin::config::Config;
@@ -11,7 +9,7 @@ use sidejoin::engine::MemoryState;
 use sidejoin::format::Reading;
 use sidejoin::runtime::{InRecord, JoinProcessor, Processor};
 use sidejoin::sink::Records;
-use sidejoin::store::{RocksState, StoreOptions};
+use sidejoin::store::{Checkpointed, RocksState, StoreOptions};
 
 use super::kafka_workload::KafkaRecord;
 
@@ -34,6 +32,12 @@ impl Store {
     }
 }
 
+/// The join processor with the state it joins against.
+pub enum Driven {
+    Memory(JoinProcessor, MemoryState),
+    Rocks(JoinProcessor, Box<RocksState>),
+}
+
 /// A processor over a fresh store (RocksDB in `dir`, with `options`), assigned partitions 0
 /// and 1.
 pub fn processor(
@@ -41,32 +45,43 @@ pub fn processor(
     store: Store,
     dir: &std::path::Path,
     options: StoreOptions,
-) -> Box<dyn Processor> {
-    let mut p: Box<dyn Processor> = match store {
-        Store::Memory => Box::new(JoinProcessor::volatile(
-            config,
-            [Reading::Own; 2],
-            MemoryState::new(),
-        )),
-        Store::Rocks => {
-            let state = RocksState::open(dir, &options).expect("open RocksDB");
-            Box::new(JoinProcessor::new(config, [Reading::Own; 2], state))
+) -> Driven {
+    let mut p = JoinProcessor::new(config, [Reading::Own; 2]);
+    match store {
+        Store::Memory => {
+            let mut state = MemoryState::new();
+            Processor::assigned(&mut p, &mut state, &[0, 1], &[], 0).expect("assign");
+            Driven::Memory(p, state)
         }
-    };
-    p.assigned(&[0, 1], 0);
-    p
+        Store::Rocks => {
+            let mut state = RocksState::open(dir, &options).expect("open RocksDB");
+            Processor::assigned(&mut p, &mut state, &[0, 1], &[], 0).expect("assign");
+            Driven::Rocks(p, Box::new(state))
+        }
+    }
 }
 
 /// Feeds every record; returns the number of output records and their total bytes. `progress`
 /// is called after every million records.
-#[inline(never)]
 pub fn run<'a>(
-    p: &mut dyn Processor,
+    driven: &mut Driven,
+    records: impl IntoIterator<Item = std::borrow::Cow<'a, KafkaRecord>>,
+    progress: impl FnMut(usize),
+) -> (usize, usize) {
+    match driven {
+        Driven::Memory(p, state) => run_on(p, state, records, progress),
+        Driven::Rocks(p, state) => run_on(p, &mut **state, records, progress),
+    }
+}
+
+#[inline(never)]
+fn run_on<'a, S: Checkpointed>(
+    p: &mut dyn Processor<S>,
+    state: &mut S,
     records: impl IntoIterator<Item = std::borrow::Cow<'a, KafkaRecord>>,
     mut progress: impl FnMut(usize),
 ) -> (usize, usize) {
     let mut out = Records::default();
-    let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
     let (mut count, mut bytes) = (0, 0);
     let mut previous = None;
     for (i, r) in records.into_iter().enumerate() {
@@ -77,25 +92,26 @@ pub fn run<'a>(
             key: Some(&r.key),
             value: Some(&r.value),
         };
-        p.process(&rec, 0, &mut out).expect("valid record");
+        p.process(state, &rec, 0, &mut out).expect("valid record");
         count += out.len();
         bytes += out.bytes.len();
         black_box(&out.bytes);
         out.clear();
-        offsets.insert((r.side.name().to_owned(), r.partition), i as i64 + 1);
         if (i + 1) % 1_000_000 == 0 {
             progress(i + 1);
         }
         if (i + 1) % CHECKPOINT_EVERY == 0 {
             // As the run loop does: seal now, persist the previous checkpoint (its outputs
             // would be acknowledged by then).
-            let sealed = p.seal(&offsets, &mut |_, _| {}).expect("seal");
+            p.checkpoint(state);
+            let sealed = state.seal().expect("seal");
             if let Some(previous) = previous.replace(sealed) {
-                p.persist(previous).expect("persist");
+                state.persist(previous).expect("persist");
             }
         }
     }
-    let last = p.seal(&offsets, &mut |_, _| {}).expect("seal");
-    p.persist(last).expect("persist");
+    p.checkpoint(state);
+    let last = state.seal().expect("seal");
+    state.persist(last).expect("persist");
     (count, bytes)
 }

@@ -124,8 +124,9 @@ pub fn run(
     config: &Config,
     records: Vec<(Side, i64, Row)>,
     mut sink: impl FnMut(&[u8]),
-) -> (usize, Pipeline<MemoryState>) {
-    let mut pipeline = Pipeline::new(config, MemoryState::new());
+) -> (usize, (Pipeline, MemoryState)) {
+    let mut pipeline = Pipeline::new(config);
+    let mut state = MemoryState::new();
     let mut outputs = 0;
     for (side, timestamp, row) in records {
         let origin = Origin {
@@ -134,7 +135,12 @@ pub fn run(
             timestamp,
             processing_time: 0,
         };
-        let error = pipeline.process_decoded(origin, Ok(Some(Event::Change(Kind::Insert, row))));
+        let error = (pipeline.process_decoded(
+            &mut state,
+            origin,
+            Ok(Some(Event::Change(Kind::Insert, row))),
+        ))
+        .expect("state");
         assert!(error.is_none(), "valid record");
         let changes = pipeline.changes();
         outputs += changes.changes.len();
@@ -142,7 +148,7 @@ pub fn run(
             sink(changes.row(c));
         }
     }
-    (outputs, pipeline)
+    (outputs, (pipeline, state))
 }
 
 /// The same from JSON bytes: decoding included, as in `sidejoin run`.
@@ -151,8 +157,9 @@ pub fn run_bytes(
     config: &Config,
     records: &[(Side, i64, Vec<u8>)],
     mut sink: impl FnMut(&[u8]),
-) -> (usize, Pipeline<MemoryState>) {
-    let mut pipeline = Pipeline::new(config, MemoryState::new());
+) -> (usize, (Pipeline, MemoryState)) {
+    let mut pipeline = Pipeline::new(config);
+    let mut state = MemoryState::new();
     let mut outputs = 0;
     for (side, timestamp, bytes) in records {
         let origin = Origin {
@@ -161,7 +168,7 @@ pub fn run_bytes(
             timestamp: *timestamp,
             processing_time: 0,
         };
-        let error = pipeline.process(origin, None, Some(bytes));
+        let error = (pipeline.process(&mut state, origin, None, Some(bytes))).expect("state");
         assert!(error.is_none(), "valid record");
         let changes = pipeline.changes();
         outputs += changes.changes.len();
@@ -169,7 +176,7 @@ pub fn run_bytes(
             sink(changes.row(c));
         }
     }
-    (outputs, pipeline)
+    (outputs, (pipeline, state))
 }
 
 /// The interval-join workload: `rows` rows 1 ms apart, alternating sides, over `keys` keys.

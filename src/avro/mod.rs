@@ -12,14 +12,33 @@ pub mod input;
 pub mod output;
 pub mod registry;
 pub mod schemas;
+pub mod subjects;
+
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+
+use crate::backoff::Backoff;
 
 use crate::change::Side;
 use crate::config::{Config, Envelope};
 use crate::format::DecodeError;
 use registry::{Registry, RegistryError};
 use schemas::SchemaCache;
+
+/// Why Avro could not be set up at start (its messages are the user's to act on).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AvroSetupError {
+    /// A setting is missing or unusable (the registry's URL or CA file, the output schema).
+    #[error("{0}")]
+    Setting(String),
+    /// The registry refused a request (credentials, an incompatible schema).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A schema the registry holds, or the one sidejoin derived, cannot be used.
+    #[error("{0}")]
+    Schema(String),
+}
 
 /// The Avro decoding of the sides whose format is Avro.
 pub struct AvroInput {
@@ -31,7 +50,7 @@ pub struct AvroInput {
 
 impl AvroInput {
     /// `None` when neither side is Avro. Fails when the registry cannot be set up (its CA file).
-    pub fn new(config: &Config) -> Result<Option<Self>, String> {
+    pub fn new(config: &Config) -> Result<Option<Self>, AvroSetupError> {
         let envelope = |side: Side| {
             let s = config.join.side(side);
             s.format.is_avro().then(|| s.format.envelope())
@@ -40,11 +59,9 @@ impl AvroInput {
         if envelopes.iter().all(Option::is_none) {
             return Ok(None);
         }
-        let spec = config
-            .kafka
-            .registry
-            .as_ref()
-            .ok_or("Avro input needs SIDEJOIN_SCHEMA_REGISTRY_URL")?;
+        let spec = config.kafka.registry.as_ref().ok_or_else(|| {
+            AvroSetupError::Setting("Avro input needs SIDEJOIN_SCHEMA_REGISTRY_URL".into())
+        })?;
         Ok(Some(AvroInput {
             schemas: SchemaCache::new(Registry::new(spec)?),
             envelopes,
@@ -70,15 +87,15 @@ impl AvroInput {
 
     /// Waits until the registry answers (SPEC §8: unreachable → retry with backoff, not ready,
     /// log clearly); `false` when `shutdown` came first.
-    pub fn wait_for_registry(&self, shutdown: &CancellationToken) -> Result<bool, String> {
+    pub fn wait_for_registry(&self, shutdown: &CancellationToken) -> Result<bool, AvroSetupError> {
         wait_for(self.schemas.registry(), shutdown)
     }
 }
 
 /// Pings `registry` until it answers, with backoff; `Ok(false)` when cancelled, `Err` when it
 /// refuses (e.g. bad credentials).
-pub fn wait_for(registry: &Registry, shutdown: &CancellationToken) -> Result<bool, String> {
-    let mut wait = std::time::Duration::from_millis(200);
+pub fn wait_for(registry: &Registry, shutdown: &CancellationToken) -> Result<bool, AvroSetupError> {
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
     let mut attempts = 0u32;
     loop {
         match registry.ping() {
@@ -91,18 +108,14 @@ pub fn wait_for(registry: &Registry, shutdown: &CancellationToken) -> Result<boo
             Err(e @ RegistryError::Unavailable(_)) => {
                 attempts += 1;
                 tracing::warn!(
-                    "{e}; not ready, retrying in {wait:?} (attempt {attempts}; SIDEJOIN_SCHEMA_REGISTRY_URL)"
+                    "{e}; not ready, retrying in {:?} (attempt {attempts}; SIDEJOIN_SCHEMA_REGISTRY_URL)",
+                    backoff.next()
                 );
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
-        let deadline = std::time::Instant::now() + wait;
-        while std::time::Instant::now() < deadline {
-            if shutdown.is_cancelled() {
-                return Ok(false);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        if !backoff.wait(shutdown) {
+            return Ok(false);
         }
-        wait = (wait * 2).min(std::time::Duration::from_secs(5));
     }
 }

@@ -16,15 +16,16 @@
 
 use std::collections::HashSet;
 
-use apache_avro::schema::{RecordSchema, Schema};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::registry::{Registry, RegistryError};
+use super::registry::Registry;
 use super::schemas::{retry, WriterSchema};
+use super::subjects::{fields_json, row_record};
+use super::AvroSetupError;
 use crate::change::Side;
 use crate::config::select::{free_name, Select, SelectItem};
-use crate::config::{Config, Envelope, KeySource, OutputMode};
+use crate::config::{Config, KeySource, OutputMode};
 use crate::format::DecodeError;
 use crate::sink::Records;
 use sidejoin_core::avro::encode::encode;
@@ -66,7 +67,7 @@ impl AvroOutput {
         config: &Config,
         registry: &Registry,
         shutdown: &CancellationToken,
-    ) -> Result<Option<AvroOutput>, String> {
+    ) -> Result<Option<AvroOutput>, AvroSetupError> {
         if !super::wait_for(registry, shutdown)? {
             return Ok(None);
         }
@@ -74,10 +75,13 @@ impl AvroOutput {
         let namespace = format!("sidejoin.{}", sanitize(topic));
         let row = match &config.output.avro_schema {
             Some(text) => {
-                let v: Value = serde_json::from_str(text)
-                    .map_err(|e| format!("SIDEJOIN_OUTPUT_AVRO_SCHEMA is not JSON: {e}"))?;
+                let v: Value = serde_json::from_str(text).map_err(|e| {
+                    AvroSetupError::Setting(format!("SIDEJOIN_OUTPUT_AVRO_SCHEMA is not JSON: {e}"))
+                })?;
                 if v.get("type").and_then(Value::as_str) != Some("record") {
-                    return Err("SIDEJOIN_OUTPUT_AVRO_SCHEMA must be an Avro record schema".into());
+                    return Err(AvroSetupError::Setting(
+                        "SIDEJOIN_OUTPUT_AVRO_SCHEMA must be an Avro record schema".into(),
+                    ));
                 }
                 v
             }
@@ -122,14 +126,15 @@ impl AvroOutput {
                 .collect();
             json!({"type": "record", "name": "Key", "namespace": namespace, "fields": fields})
         });
-        let register = |subject: String, schema: &Value| -> Result<Registered, String> {
+        let register = |subject: String, schema: &Value| -> Result<Registered, AvroSetupError> {
             let text = schema.to_string();
-            let parsed = WriterSchema::parse(&text)
-                .map_err(|e| format!("the output schema for {subject} {e}: {text}"))?;
+            let parsed = WriterSchema::parse(&text).map_err(|e| {
+                AvroSetupError::Schema(format!("the output schema for {subject} {e}: {text}"))
+            })?;
             let id = retry(&format!("registering {subject}"), || {
                 registry.register(&subject, &text)
             })
-            .map_err(|e| format!("registering {subject}: {e}"))?;
+            .map_err(|e| AvroSetupError::Schema(format!("registering {subject}: {e}")))?;
             tracing::info!("output schema registered: subject {subject}, id {id}");
             Ok(Registered { id, schema: parsed })
         };
@@ -216,72 +221,6 @@ impl AvroOutput {
     }
 }
 
-/// The latest schema of `subject`, waiting (not ready, with backoff and a log line) while the
-/// registry is unreachable or the subject is not registered yet — a producer that has not
-/// written its first record; `None` when `shutdown` came first.
-fn latest_when_there(
-    registry: &Registry,
-    subject: &str,
-    shutdown: &CancellationToken,
-) -> Result<Option<String>, String> {
-    let mut wait = std::time::Duration::from_millis(200);
-    loop {
-        match registry.latest(subject) {
-            Ok(text) => return Ok(Some(text)),
-            Err(e @ (RegistryError::NotFound(_) | RegistryError::Unavailable(_))) => {
-                tracing::warn!(
-                    "waiting for the input subject {subject} (the output Avro schema is derived from it, and a \
-                     repartitioned side's columns checked against it): {e}; not ready, retrying in {wait:?}"
-                );
-            }
-            Err(e) => return Err(format!("reading the input subject {subject}: {e}")),
-        }
-        let deadline = std::time::Instant::now() + wait;
-        while std::time::Instant::now() < deadline {
-            if shutdown.is_cancelled() {
-                return Ok(None);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        wait = (wait * 2).min(std::time::Duration::from_secs(5));
-    }
-}
-
-/// The record schema of `side`'s rows in the latest schema of its subject (the `after` record
-/// of a Debezium envelope); `None` when `shutdown` came first.
-fn row_record(
-    config: &Config,
-    registry: &Registry,
-    side: Side,
-    shutdown: &CancellationToken,
-) -> Result<Option<RecordSchema>, String> {
-    let spec = config.join.side(side);
-    let subject = format!("{}-value", spec.topic.as_deref().unwrap_or_default());
-    let Some(text) = latest_when_there(registry, &subject, shutdown)? else {
-        return Ok(None);
-    };
-    let parsed = Schema::parse_str(&text).map_err(|e| format!("{subject}: {e}"))?;
-    Ok(Some(match spec.format.envelope() {
-        Envelope::Debezium => debezium_row(&parsed, &subject)?,
-        _ => match parsed {
-            Schema::Record(r) => r,
-            _ => return Err(format!("{subject} is not a record schema")),
-        },
-    }))
-}
-
-/// The top-level columns of `side`'s rows as the latest schema of its subject declares them;
-/// `None` when `shutdown` came first.
-pub fn row_fields(
-    config: &Config,
-    registry: &Registry,
-    side: Side,
-    shutdown: &CancellationToken,
-) -> Result<Option<Vec<String>>, String> {
-    let record = row_record(config, registry, side, shutdown)?;
-    Ok(record.map(|r| r.fields.iter().map(|f| f.name.clone()).collect()))
-}
-
 /// An output record's key or value (JSON built by the output modes).
 fn parse(json: &[u8], what: &str) -> Result<Value, String> {
     serde_json::from_slice(json).map_err(|e| format!("the output {what} is not JSON: {e}"))
@@ -293,7 +232,7 @@ fn derive_row(
     registry: &Registry,
     namespace: &str,
     shutdown: &CancellationToken,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>, AvroSetupError> {
     let mut inputs: [Option<Value>; 2] = [None, None];
     for side in Side::BOTH {
         if !config.join.side(side).format.is_avro() {
@@ -304,12 +243,12 @@ fn derive_row(
         };
         inputs[side.index()] = Some(fields_json(&record)?);
     }
-    let fields_of = |side: Side| -> Result<&Value, String> {
+    let fields_of = |side: Side| -> Result<&Value, AvroSetupError> {
         inputs[side.index()].as_ref().ok_or_else(|| {
-            format!(
+            AvroSetupError::Setting(format!(
                 "the {} side is JSON: its columns have no Avro types; set SIDEJOIN_OUTPUT_AVRO_SCHEMA",
                 side.name()
-            )
+            ))
         })
     };
     let select = Select::new(config.join.select.clone());
@@ -325,7 +264,7 @@ fn derive_row(
                 alias,
             } => {
                 let t = field_type(&json!({"fields": fields_of(*side)?}), column).ok_or_else(|| {
-                    format!("SIDEJOIN_SELECT names {}.{column}, which the input schema does not have", side.name())
+                    AvroSetupError::Setting(format!("SIDEJOIN_SELECT names {}.{column}, which the input schema does not have", side.name()))
                 })?;
                 let name = alias
                     .clone()
@@ -346,44 +285,6 @@ fn derive_row(
     Ok(Some(
         json!({"type": "record", "name": "Row", "namespace": namespace, "fields": out}),
     ))
-}
-
-/// The row record of a Debezium envelope schema: `after`'s record branch.
-fn debezium_row(schema: &Schema, subject: &str) -> Result<RecordSchema, String> {
-    let Schema::Record(envelope) = schema else {
-        return Err(format!("{subject} is not a Debezium envelope record"));
-    };
-    let after = envelope
-        .fields
-        .iter()
-        .find(|f| f.name == "after" || f.name == "before")
-        .ok_or_else(|| format!("{subject} has no before/after field"))?;
-    let branches: Vec<&Schema> = match &after.schema {
-        Schema::Union(u) => u.variants().iter().collect(),
-        s => vec![s],
-    };
-    // `after` usually refers to the record `before` defined: resolve it by name.
-    let before = envelope.fields.iter().find(|f| f.name == "before");
-    for b in branches.into_iter().chain(before.map(|f| &f.schema)) {
-        match b {
-            Schema::Record(r) => return Ok(r.clone()),
-            Schema::Union(u) => {
-                if let Some(Schema::Record(r)) =
-                    u.variants().iter().find(|v| matches!(v, Schema::Record(_)))
-                {
-                    return Ok(r.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    Err(format!("{subject}: no record in before/after"))
-}
-
-/// A record's fields as Avro JSON.
-fn fields_json(record: &RecordSchema) -> Result<Value, String> {
-    let v = serde_json::to_value(Schema::Record(record.clone())).map_err(|e| e.to_string())?;
-    Ok(v["fields"].clone())
 }
 
 fn field_type(record: &Value, name: &str) -> Option<Value> {

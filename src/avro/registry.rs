@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ureq::tls::{parse_pem, PemItem, RootCerts, TlsConfig};
 
+use super::AvroSetupError;
 use crate::config::RegistrySpec;
 
 /// Why a request failed.
@@ -53,11 +54,12 @@ const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
 
 impl Registry {
     /// A client for `spec`; fails when the CA file cannot be read.
-    pub fn new(spec: &RegistrySpec) -> Result<Self, String> {
+    pub fn new(spec: &RegistrySpec) -> Result<Self, AvroSetupError> {
         let mut tls = TlsConfig::builder();
         if let Some(path) = &spec.ca_location {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION={path}: {e}"))?;
+            let pem = std::fs::read(path).map_err(|e| {
+                AvroSetupError::Setting(format!("SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION={path}: {e}"))
+            })?;
             let certs: Vec<_> = parse_pem(&pem)
                 .filter_map(|item| match item {
                     Ok(PemItem::Certificate(c)) => Some(c),
@@ -65,9 +67,9 @@ impl Registry {
                 })
                 .collect();
             if certs.is_empty() {
-                return Err(format!(
+                return Err(AvroSetupError::Setting(format!(
                     "SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION={path}: no PEM certificate in the file"
-                ));
+                )));
             }
             tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
         }

@@ -20,10 +20,16 @@ const UNKNOWN_MAX: usize = 10_000;
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
+/// Why a record's writer schema cannot be had: an id the registry does not know, or a schema that
+/// is not valid Avro (the message names the id).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct SchemaUnavailable(String);
+
 pub struct SchemaCache {
     registry: Registry,
     known: FxHashMap<u32, Arc<WriterSchema>>,
-    unknown: FxHashMap<u32, (Instant, String)>,
+    unknown: FxHashMap<u32, (Instant, SchemaUnavailable)>,
 }
 
 impl SchemaCache {
@@ -40,7 +46,7 @@ impl SchemaCache {
     }
 
     /// The schema `id`, or why there is none (unknown id, not a valid Avro schema).
-    pub fn get(&mut self, id: u32) -> Result<Arc<WriterSchema>, String> {
+    pub fn get(&mut self, id: u32) -> Result<Arc<WriterSchema>, SchemaUnavailable> {
         if let Some(s) = self.known.get(&id) {
             return Ok(s.clone());
         }
@@ -65,19 +71,22 @@ impl SchemaCache {
         }
     }
 
-    fn fetch(&self, id: u32) -> Result<Arc<WriterSchema>, String> {
+    fn fetch(&self, id: u32) -> Result<Arc<WriterSchema>, SchemaUnavailable> {
         let text = retry(&format!("fetching schema id {id}"), || {
             self.registry.schema_by_id(id)
         })
-        .map_err(|e| match e {
-            RegistryError::NotFound(m) => format!("unknown schema id {id} (registry: {m})"),
-            other => format!("schema id {id}: {other}"),
+        .map_err(|e| {
+            SchemaUnavailable(match e {
+                RegistryError::NotFound(m) => format!("unknown schema id {id} (registry: {m})"),
+                other => format!("schema id {id}: {other}"),
+            })
         })?;
-        let schema = Schema::parse_str(&text)
-            .map_err(|e| format!("schema id {id} is not a valid Avro schema: {e}"))?;
+        let schema = Schema::parse_str(&text).map_err(|e| {
+            SchemaUnavailable(format!("schema id {id} is not a valid Avro schema: {e}"))
+        })?;
         WriterSchema::new(schema)
             .map(Arc::new)
-            .map_err(|e| format!("schema id {id} {e}"))
+            .map_err(|e| SchemaUnavailable(format!("schema id {id} {e}")))
     }
 }
 

@@ -16,6 +16,7 @@ use rdkafka::metadata::Metadata;
 use rdkafka::types::RDKafkaErrorCode;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::Backoff;
 use crate::config::KafkaSpec;
 use crate::plan::{Facts, InternalTopic, TopicKind};
 
@@ -57,7 +58,7 @@ pub fn wait_for_brokers(
     kafka: &KafkaSpec,
     shutdown: &CancellationToken,
 ) -> Result<Metadata, TopicError> {
-    let mut backoff = Duration::from_secs(1);
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
     let brokers = kafka.bootstrap_servers.as_deref().unwrap_or_default();
     tracing::info!("connecting to Kafka at {brokers}");
     loop {
@@ -68,20 +69,17 @@ pub fn wait_for_brokers(
                 return Err(TopicError::ClientConfig(super::redact(&e)))
             }
             Ok(_) => tracing::warn!(
-                "Kafka at {brokers} answered without brokers; retrying in {backoff:?}"
+                "Kafka at {brokers} answered without brokers; retrying in {:?}",
+                backoff.next()
             ),
             Err(e) => tracing::warn!(
-                "Kafka at {brokers} is unreachable ({e}); not ready; retrying in {backoff:?}"
+                "Kafka at {brokers} is unreachable ({e}); not ready; retrying in {:?}",
+                backoff.next()
             ),
         }
-        let deadline = std::time::Instant::now() + backoff;
-        while std::time::Instant::now() < deadline {
-            if shutdown.is_cancelled() {
-                return Err(TopicError::Cancelled);
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if !backoff.wait(shutdown) {
+            return Err(TopicError::Cancelled);
         }
-        backoff = (backoff * 2).min(Duration::from_secs(30));
     }
 }
 

@@ -26,7 +26,7 @@ pub enum StartupError {
     Copartitioning(String),
     /// The schema registry refused sidejoin (credentials, a bad CA file, …).
     #[error("schema registry: {0}")]
-    Registry(String),
+    Registry(#[from] crate::avro::AvroSetupError),
     #[error("Kafka: {}", crate::kafka::redact(.0))]
     Kafka(#[from] rdkafka::error::KafkaError),
 }
@@ -79,8 +79,15 @@ pub enum RunError {
     ShutdownTimeout(i64),
     #[error("cannot serve HTTP on SIDEJOIN_HTTP_ADDR: {0}")]
     Http(std::io::Error),
+    /// The join state cannot be read or written (the disk, a corrupt value).
     #[error("state: {0}")]
-    State(String),
+    State(#[from] crate::engine::state::StateError),
+    /// A state directory that cannot be used.
+    #[error("SIDEJOIN_STATE_DIR: {0}")]
+    StateDir(String),
+    /// A changelog topic that cannot be restored from.
+    #[error("restore: {0}")]
+    Restore(String),
     /// The consumer can no longer work, e.g. fenced by another instance with the same
     /// `SIDEJOIN_INSTANCE_ID`.
     #[error("the consumer failed fatally: {0}")]
@@ -110,11 +117,5 @@ impl RunError {
             RunError::Startup(e) => e.exit_code(),
             _ => 1,
         }
-    }
-}
-
-impl From<crate::engine::state::StateError> for RunError {
-    fn from(e: crate::engine::state::StateError) -> Self {
-        RunError::State(e.0)
     }
 }

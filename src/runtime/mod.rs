@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::store::Checkpointed;
 
 pub use error::{RunError, StartupError};
 pub use processor::{InRecord, JoinProcessor, PassthroughProcessor, Processor};
@@ -86,17 +87,37 @@ fn spawn(
     metrics: &Arc<Metrics>,
     stop: &CancellationToken,
 ) -> JoinSet<Result<(), RunError>> {
-    let plan = Arc::new(started.plan);
-    let several = started.processors.len() > 1;
-    let gate = Arc::new(workers::StartGate::new(started.processors.len()));
+    match started {
+        startup::Started::Durable(w) => spawn_workers(config, w, metrics, stop),
+        startup::Started::Volatile(w) => spawn_workers(config, w, metrics, stop),
+    }
+}
+
+fn spawn_workers<S: Checkpointed + Send + 'static>(
+    config: &Config,
+    workers: startup::Workers<S>,
+    metrics: &Arc<Metrics>,
+    stop: &CancellationToken,
+) -> JoinSet<Result<(), RunError>> {
+    let plan = Arc::new(workers.plan);
+    let several = workers.each.len() > 1;
+    let gate = Arc::new(workers::StartGate::new(workers.each.len()));
     let mut running = JoinSet::new();
-    for (i, mut processor) in started.processors.into_iter().enumerate() {
+    for (i, (mut processor, state)) in workers.each.into_iter().enumerate() {
         let (cfg, plan, gate) = (config.clone(), plan.clone(), gate.clone());
         let (m, token) = (metrics.worker(i), stop.clone());
         running.spawn_blocking(move || {
             let _span = several.then(|| tracing::info_span!("worker", i).entered());
-            let me = &plan.workers[i];
-            worker::run_blocking(&cfg, &plan, me, processor.as_mut(), &m, &gate, &token)
+            worker::run_blocking(worker::Job {
+                cfg: &cfg,
+                plan: &plan,
+                me: &plan.workers[i],
+                state,
+                processor: processor.as_mut(),
+                metrics: &m,
+                gate: &gate,
+                shutdown: &token,
+            })
         });
     }
     for r in 0..plan.routers.len() {

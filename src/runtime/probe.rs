@@ -53,10 +53,10 @@ pub struct Misfit {
 
 /// Reads the head of every partition of both input topics (`plan.tasks` each); returns the
 /// first misfit of each side, if any.
-pub fn probe(
+pub fn probe<S>(
     kafka: &KafkaSpec,
     plan: &Plan,
-    processor: &mut dyn Processor,
+    processor: &mut dyn Processor<S>,
     shutdown: &CancellationToken,
 ) -> Result<Vec<Misfit>, KafkaError> {
     let started = Instant::now();

@@ -20,34 +20,30 @@ use super::probe;
 use super::processor::{JoinProcessor, PassthroughProcessor, Processor};
 use super::{RunError, RunMode, StartupError};
 
-/// What the workers start with.
-pub struct Started {
+/// What the workers start with: the plan and, per worker in its order, its processor and the
+/// state it joins against (RocksDB under `run`, memory otherwise).
+pub enum Started {
+    Durable(Workers<RocksState>),
+    Volatile(Workers<MemoryState>),
+}
+
+/// The plan and every worker's processor with its state.
+pub struct Workers<S> {
     pub plan: Plan,
-    /// One per worker of the plan, in its order.
-    pub processors: Vec<Box<dyn Processor>>,
+    pub each: Vec<(Box<dyn Processor<S>>, S)>,
 }
 
-/// State the processors will use, opened before anything else: a state directory that cannot
-/// be used stops the start at once.
-enum Stores {
-    Rocks(Vec<RocksState>),
-    Memory(usize),
-    None,
-}
-
-fn open_stores(cfg: &Config, mode: RunMode) -> Result<Stores, RunError> {
-    let workers = plan::worker_plans(cfg);
-    Ok(match mode {
-        RunMode::Join => Stores::Rocks(
-            workers
-                .iter()
-                .map(|w| RocksState::open(&w.state_dir, &store_options(w)))
-                .collect::<Result<_, _>>()
-                .map_err(|e| RunError::State(format!("SIDEJOIN_STATE_DIR: {e}")))?,
-        ),
-        RunMode::JoinInMemory => Stores::Memory(workers.len()),
-        RunMode::Passthrough => Stores::None,
-    })
+/// Every worker's state, opened before anything else: a state directory that cannot be used
+/// stops the start at once.
+fn open_stores(cfg: &Config, mode: RunMode) -> Result<Option<Vec<RocksState>>, RunError> {
+    if mode != RunMode::Join {
+        return Ok(None);
+    }
+    let stores = (plan::worker_plans(cfg).iter())
+        .map(|w| RocksState::open(&w.state_dir, &store_options(w)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| RunError::StateDir(e.to_string()))?;
+    Ok(Some(stores))
 }
 
 fn store_options(w: &WorkerPlan) -> StoreOptions {
@@ -75,47 +71,73 @@ pub fn prepare(
     for topic in plan.internal_topics() {
         topics::ensure(&cfg.kafka, &facts, &topic).map_err(StartupError::from)?;
     }
-    let mut processors = processors(cfg, &plan, stores);
-    for p in &mut processors {
-        match p.prepare(stop) {
-            Ok(true) => {}
-            Ok(false) => return Ok(None),
-            Err(e) => return Err(StartupError::Registry(e).into()),
+    let readings = plan.readings();
+    let join = || Box::new(JoinProcessor::new(cfg, readings));
+    let started = match (mode, stores) {
+        (_, Some(stores)) => {
+            let each = (stores.into_iter())
+                .map(|s| (join() as Box<dyn Processor<RocksState>>, s))
+                .collect();
+            Started::Durable(Workers { plan, each })
         }
-    }
-    let checked = plan.checks_keys && processors.iter_mut().all(|p| p.check_copartitioning());
-    if checked {
-        probe_keys(cfg, &plan, processors[0].as_mut(), stop)?;
-    }
-    Ok(Some(Started { plan, processors }))
+        (RunMode::Passthrough, None) => {
+            let each = (0..plan.workers.len())
+                .map(|_| {
+                    let p = Box::new(PassthroughProcessor::default());
+                    (p as Box<dyn Processor<MemoryState>>, MemoryState::new())
+                })
+                .collect();
+            Started::Volatile(Workers { plan, each })
+        }
+        (_, None) => {
+            let each = (0..plan.workers.len())
+                .map(|_| {
+                    (
+                        join() as Box<dyn Processor<MemoryState>>,
+                        MemoryState::new(),
+                    )
+                })
+                .collect();
+            Started::Volatile(Workers { plan, each })
+        }
+    };
+    let ready = match started {
+        Started::Durable(w) => ready(cfg, w, stop)?.map(Started::Durable),
+        Started::Volatile(w) => ready(cfg, w, stop)?.map(Started::Volatile),
+    };
+    Ok(ready)
 }
 
-fn processors(cfg: &Config, plan: &Plan, stores: Stores) -> Vec<Box<dyn Processor>> {
-    let readings = plan.readings();
-    match stores {
-        Stores::Rocks(stores) => stores
-            .into_iter()
-            .map(|s| Box::new(JoinProcessor::new(cfg, readings, s)) as Box<dyn Processor>)
-            .collect(),
-        Stores::Memory(n) => (0..n)
-            .map(|_| {
-                Box::new(JoinProcessor::volatile(cfg, readings, MemoryState::new()))
-                    as Box<dyn Processor>
-            })
-            .collect(),
-        Stores::None => (0..plan.workers.len())
-            .map(|_| Box::new(PassthroughProcessor::default()) as Box<dyn Processor>)
-            .collect(),
+/// Gets every processor ready (`Processor::prepare`) and probes the inputs' keys when the plan
+/// says so; `None` when stopped meanwhile.
+fn ready<S>(
+    cfg: &Config,
+    mut workers: Workers<S>,
+    stop: &CancellationToken,
+) -> Result<Option<Workers<S>>, RunError> {
+    for (p, _) in &mut workers.each {
+        if !p.prepare(stop)? {
+            return Ok(None);
+        }
     }
+    let checked = workers.plan.checks_keys
+        && workers
+            .each
+            .iter_mut()
+            .all(|(p, _)| p.check_copartitioning());
+    if checked {
+        probe_keys(cfg, &workers.plan, workers.each[0].0.as_mut(), stop)?;
+    }
+    Ok(Some(workers))
 }
 
 /// The start-up co-partitioning probe (`probe`): a misfit stops the start under
 /// `SIDEJOIN_ON_COPARTITION_VIOLATION=fail`, else it is logged (processing logs each partition's
 /// first misfit again as it meets it).
-fn probe_keys(
+fn probe_keys<S>(
     cfg: &Config,
     plan: &Plan,
-    processor: &mut dyn Processor,
+    processor: &mut dyn Processor<S>,
     stop: &CancellationToken,
 ) -> Result<(), RunError> {
     let fail = cfg.process.on_copartition_violation == OnViolation::Fail;

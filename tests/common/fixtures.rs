@@ -12,7 +12,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
 use sidejoin::config::{self, Mode};
@@ -155,8 +155,7 @@ pub fn run_in_process<S: JoinState>(f: &Fixture, state: S) -> Outcome {
 
 /// Runs a fixture through the `sidejoin` binary, with only the fixture's variables set.
 pub fn run_binary(f: &Fixture) -> Outcome {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sidejoin"));
-    cmd.arg("replay").env_clear().envs(f.env.iter().cloned());
+    let mut cmd = super::bin::sidejoin("replay", f.env.iter().cloned());
     if f.records {
         cmd.arg("--records");
     }

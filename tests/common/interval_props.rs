@@ -232,11 +232,13 @@ pub fn run_engine<S: JoinState>(
             processing_time: 0,
             event: Some(Event::Change(Kind::Insert, row)),
         };
-        engine.process(&mut state, input, &mut changes);
+        engine
+            .process(&mut state, input, &mut changes)
+            .expect("state");
         collect(i as u64 + 1, changes)?;
     }
     let mut changes = Vec::new();
-    engine.flush(&mut state, &mut changes);
+    engine.flush(&mut state, &mut changes).expect("state");
     collect(0, changes)?;
     let rows = engine.stats().state_rows;
     if rows != [0, 0] {

@@ -3,10 +3,7 @@
 //! and a `sidejoin` process under test with its logs and `/metrics`.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -16,6 +13,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+pub use super::process::Sidejoin;
 
 /// Now, in epoch milliseconds. Test records carry recent timestamps: the broker's time-based
 /// retention would delete records stamped decades ago.
@@ -294,165 +293,6 @@ fn watermarks(topic: &str) -> Vec<(i64, i64)> {
                 .unwrap()
         })
         .collect()
-}
-
-/// A `sidejoin` child process with its stderr captured in a file.
-pub struct Sidejoin {
-    child: Child,
-    log: PathBuf,
-    http: Option<String>,
-}
-
-impl Sidejoin {
-    /// Starts `sidejoin <subcommand>` with exactly `env` (plus PATH and an HTTP port of 0).
-    pub fn start(subcommand: &str, env: &[(String, String)]) -> Sidejoin {
-        let log = std::env::temp_dir().join(format!("{}.log", unique("sidejoin-test")));
-        let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_sidejoin"))
-            .arg(subcommand)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env(
-                "RUST_LOG",
-                std::env::var("TEST_SIDEJOIN_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .env("SIDEJOIN_HTTP_ADDR", "127.0.0.1:0")
-            .envs(env.iter().cloned())
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .unwrap();
-        Sidejoin {
-            child,
-            log,
-            http: None,
-        }
-    }
-
-    pub fn logs(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The HTTP address it logged (`http listening on …`).
-    pub fn http(&mut self) -> String {
-        if let Some(a) = &self.http {
-            return a.clone();
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let logs = self.logs();
-            if let Some(rest) = logs.split("http listening on ").nth(1) {
-                let addr: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
-                self.http = Some(addr.clone());
-                return addr;
-            }
-            assert!(Instant::now() < deadline, "no http address logged:\n{logs}");
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("sidejoin exited ({status}) before serving HTTP:\n{logs}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// `GET path` on its HTTP address: (status, body).
-    pub fn get(&mut self, path: &str) -> (u16, String) {
-        let addr = self.http();
-        let mut s = match TcpStream::connect(&addr) {
-            Ok(s) => s,
-            Err(e) => {
-                let status = self.child.try_wait().unwrap();
-                panic!(
-                    "GET {path} on {addr}: {e} (process: {status:?}):\n{}",
-                    self.logs()
-                );
-            }
-        };
-        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-        let mut resp = String::new();
-        s.read_to_string(&mut resp).unwrap();
-        let status = resp
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let body = resp.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned();
-        (status, body)
-    }
-
-    /// The sum of a metric's samples whose labels contain `labels` (e.g. `side="left"`).
-    pub fn metric(&mut self, name: &str, labels: &str) -> f64 {
-        let (_, body) = self.get("/metrics");
-        body.lines()
-            .filter(|l| {
-                l.starts_with(name)
-                    && (l[name.len()..].starts_with('{') || l[name.len()..].starts_with(' '))
-            })
-            .filter(|l| l.contains(labels))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
-
-    pub fn records_in(&mut self) -> u64 {
-        self.metric("sidejoin_records_in_total", "") as u64
-    }
-
-    /// Waits until `records_in` reaches `n`.
-    pub fn wait_records_in(&mut self, n: u64, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let got = self.records_in();
-            if got >= n {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "records_in stuck at {got} < {n}:\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub fn wait_ready(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.get("/readyz").0 != 200 {
-            assert!(Instant::now() < deadline, "not ready:\n{}", self.logs());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    pub fn signal(&self, sig: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit; returns its exit code.
-    pub fn wait(&mut self, timeout: Duration) -> i32 {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(
-                Instant::now() < deadline,
-                "sidejoin did not exit:\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Sidejoin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
-    }
 }
 
 /// Creates unique left, right and output topics named after `name`, with these partition

@@ -4,12 +4,15 @@
 #![allow(dead_code)]
 
 pub mod avro;
+pub mod bin;
 pub mod compare;
 pub mod fixtures;
 pub mod interval_props;
 pub mod kafka;
 pub mod kills;
+pub mod process;
 pub mod props;
+pub mod props_cases;
 pub mod reference;
 pub mod rocks;
 pub mod upsert;

@@ -9,8 +9,8 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use sidejoin::engine::state::{Checkpoint, JoinState, StateError, StateValue};
-use sidejoin::store::{RocksState, StoreOptions};
+use sidejoin::engine::state::{JoinState, StateError, StateValue};
+use sidejoin::store::{Checkpointed, RocksState, StoreOptions};
 
 struct Shared {
     // Declared first: dropped (closed) before its directory is removed.
@@ -66,6 +66,11 @@ impl TempRocks {
         }
     }
 
+    /// Makes every write so far durable (reads then come from the database, not the overlay).
+    pub fn flush(&mut self) -> Result<(), StateError> {
+        self.state.borrow_mut().flush()
+    }
+
     fn group(&mut self, group: &[u8]) -> Vec<u8> {
         self.group.clear();
         self.group.extend_from_slice(group);
@@ -77,7 +82,7 @@ impl TempRocks {
 }
 
 impl JoinState for TempRocks {
-    fn get(&mut self, group: &[u8], item: &[u8]) -> Option<StateValue> {
+    fn get(&mut self, group: &[u8], item: &[u8]) -> Result<Option<StateValue>, StateError> {
         let g = self.group(group);
         self.state.borrow_mut().get(&g, item)
     }
@@ -94,18 +99,12 @@ impl JoinState for TempRocks {
         group: &[u8],
         from: &[u8],
         visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
-    ) {
+    ) -> Result<(), StateError> {
         let g = self.group(group);
         self.state.borrow_mut().scan_from(&g, from, visit)
     }
     fn release_partition(&mut self, _partition: i32) {
         // Namespaced stores are never released by the suites; the database is shared.
-    }
-    fn seal(&mut self) -> Result<Checkpoint, StateError> {
-        self.state.borrow_mut().seal()
-    }
-    fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
-        self.state.borrow_mut().persist(upto)
     }
 }
 
@@ -116,7 +115,7 @@ pub struct Counting<S> {
 }
 
 impl<S: JoinState> JoinState for Counting<S> {
-    fn get(&mut self, group: &[u8], item: &[u8]) -> Option<StateValue> {
+    fn get(&mut self, group: &[u8], item: &[u8]) -> Result<Option<StateValue>, StateError> {
         self.inner.get(group, item)
     }
     fn put(&mut self, group: &[u8], item: &[u8], value: StateValue) {
@@ -130,7 +129,7 @@ impl<S: JoinState> JoinState for Counting<S> {
         group: &[u8],
         from: &[u8],
         visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
-    ) {
+    ) -> Result<(), StateError> {
         let visited = &mut self.visited;
         self.inner.scan_from(group, from, &mut |k, v| {
             *visited += 1;
@@ -139,11 +138,5 @@ impl<S: JoinState> JoinState for Counting<S> {
     }
     fn release_partition(&mut self, partition: i32) {
         self.inner.release_partition(partition)
-    }
-    fn seal(&mut self) -> Result<Checkpoint, StateError> {
-        self.inner.seal()
-    }
-    fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
-        self.inner.persist(upto)
     }
 }

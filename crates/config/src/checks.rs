@@ -112,21 +112,7 @@ pub(super) fn interval(
     };
     match (&raw.interval_lower, &raw.interval_upper) {
         (None, None) => {
-            let interval_only = [
-                ("SIDEJOIN_WATERMARK_DELAY", &raw.watermark_delay),
-                ("SIDEJOIN_ALLOWED_LATENESS", &raw.allowed_lateness),
-                ("SIDEJOIN_IDLE_TIMEOUT", &raw.idle_timeout),
-                ("SIDEJOIN_MAX_WAIT", &raw.max_wait),
-                ("SIDEJOIN_LEFT_TIME", &raw.left_time),
-                ("SIDEJOIN_RIGHT_TIME", &raw.right_time),
-            ];
-            for (name, v) in interval_only {
-                if v.is_some() {
-                    warnings.push(format!(
-                        "{name} only applies to interval joins (SIDEJOIN_INTERVAL_LOWER/UPPER are not set); it is ignored"
-                    ));
-                }
-            }
+            interval_only_ignored(raw, warnings);
             return None;
         }
         (Some(_), None) => p.add(
@@ -153,6 +139,31 @@ pub(super) fn interval(
             );
         }
     }
+    interval_inputs(p, raw, join);
+    Some(spec)
+}
+
+/// The interval-only settings, set without an interval join: each is ignored, with a warning.
+fn interval_only_ignored(raw: &RawConfig, warnings: &mut Vec<String>) {
+    let interval_only = [
+        ("SIDEJOIN_WATERMARK_DELAY", &raw.watermark_delay),
+        ("SIDEJOIN_ALLOWED_LATENESS", &raw.allowed_lateness),
+        ("SIDEJOIN_IDLE_TIMEOUT", &raw.idle_timeout),
+        ("SIDEJOIN_MAX_WAIT", &raw.max_wait),
+        ("SIDEJOIN_LEFT_TIME", &raw.left_time),
+        ("SIDEJOIN_RIGHT_TIME", &raw.right_time),
+    ];
+    for (name, v) in interval_only {
+        if v.is_some() {
+            warnings.push(format!(
+                "{name} only applies to interval joins (SIDEJOIN_INTERVAL_LOWER/UPPER are not set); it is ignored"
+            ));
+        }
+    }
+}
+
+/// An interval join's inputs are insert-only, without dedup or state TTL (SPEC §4).
+fn interval_inputs(p: &mut Problems, raw: &RawConfig, join: &JoinSpec) {
     for side in Side::BOTH {
         let s = join.side(side);
         let v = side.var();
@@ -190,7 +201,6 @@ pub(super) fn interval(
             );
         }
     }
-    Some(spec)
 }
 
 /// What `sidejoin run` needs beyond a valid join.

@@ -19,7 +19,7 @@ const NAMES: [&str; 7] = [
 ];
 
 /// The kind of a declared type (its name before any `(…)`), if csv can read it.
-pub fn kind_of(ty: &str) -> Option<ColumnKind> {
+pub(crate) fn kind_of(ty: &str) -> Option<ColumnKind> {
     let base = ty
         .split('(')
         .next()
@@ -57,7 +57,7 @@ fn split_top(value: &str) -> Vec<&str> {
 }
 
 /// `name TYPE, name TYPE` (a missing type is STRING).
-pub fn parse_columns_typed(var: &str, value: &str) -> Result<Vec<ColumnSpec>, ConfigError> {
+pub(crate) fn parse_columns_typed(var: &str, value: &str) -> Result<Vec<ColumnSpec>, ConfigError> {
     let err = |m: String| ConfigError::new(var, Some(value), m);
     let mut out: Vec<ColumnSpec> = Vec::new();
     for part in split_top(value) {

@@ -53,15 +53,20 @@ impl fmt::Display for ConfigErrors {
 
 /// Collects problems while a configuration is validated.
 #[derive(Debug, Default)]
-pub struct Problems(Vec<ConfigError>);
+pub(crate) struct Problems(Vec<ConfigError>);
 
 impl Problems {
-    pub fn add(&mut self, var: impl Into<String>, value: Option<&str>, message: impl Into<String>) {
+    pub(crate) fn add(
+        &mut self,
+        var: impl Into<String>,
+        value: Option<&str>,
+        message: impl Into<String>,
+    ) {
         self.0.push(ConfigError::new(var, value, message));
     }
 
     /// Keeps the value of a check, recording its error if it failed.
-    pub fn take<T>(&mut self, r: Result<T, ConfigError>) -> Option<T> {
+    pub(crate) fn take<T>(&mut self, r: Result<T, ConfigError>) -> Option<T> {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
@@ -72,11 +77,11 @@ impl Problems {
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub fn into_result<T>(self, value: impl FnOnce() -> T) -> Result<T, ConfigErrors> {
+    pub(crate) fn into_result<T>(self, value: impl FnOnce() -> T) -> Result<T, ConfigErrors> {
         if self.0.is_empty() {
             Ok(value())
         } else {

@@ -142,7 +142,21 @@ pub(super) fn output_spec(
         })
         .unwrap_or(OutputFormat::Json);
     let proj = Select::new(join.select.clone());
-    let key = match &raw.output_key {
+    let key = output_key(p, raw, join, &proj);
+    mode_fits(p, mode, join, &proj, &key, warnings);
+    OutputSpec {
+        mode,
+        key,
+        format,
+        avro_schema: raw.output_avro_schema.clone(),
+        topic: raw.output_topic.clone(),
+    }
+}
+
+/// `SIDEJOIN_OUTPUT_KEY` (output columns, checked against a fixed SELECT list), or the key
+/// derived from the join when it is not set.
+fn output_key(p: &mut Problems, raw: &RawConfig, join: &JoinSpec, proj: &Select) -> Vec<KeyColumn> {
+    match &raw.output_key {
         Some(v) => {
             let names = p
                 .take(parse_columns("SIDEJOIN_OUTPUT_KEY", v))
@@ -169,8 +183,20 @@ pub(super) fn output_spec(
                 })
                 .collect()
         }
-        None => derived_key(join, &proj),
-    };
+        None => derived_key(join, proj),
+    }
+}
+
+/// Whether the output mode fits the key and the join: upsert needs a key (and warns when it is
+/// not provably unique), append an insert-only join.
+fn mode_fits(
+    p: &mut Problems,
+    mode: OutputMode,
+    join: &JoinSpec,
+    proj: &Select,
+    key: &[KeyColumn],
+    warnings: &mut Vec<String>,
+) {
     match mode {
         OutputMode::Upsert if key.is_empty() => p.add(
             "SIDEJOIN_OUTPUT_MODE",
@@ -178,7 +204,7 @@ pub(super) fn output_spec(
             "upsert output needs a key: set SIDEJOIN_OUTPUT_KEY, or select the preserved side's primary or join key columns",
         ),
         OutputMode::Upsert => {
-            if let Err(why) = key_is_unique(join, &proj, &key) {
+            if let Err(why) = key_is_unique(join, proj, key) {
                 let names: Vec<&str> = key.iter().map(|k| k.name.as_str()).collect();
                 warnings.push(format!(
                     "the output key ({}) is not provably unique: {why}; upsert output may lose rows",
@@ -197,12 +223,5 @@ pub(super) fn output_spec(
             }
         }
         OutputMode::Changelog => {}
-    }
-    OutputSpec {
-        mode,
-        key,
-        format,
-        avro_schema: raw.output_avro_schema.clone(),
-        topic: raw.output_topic.clone(),
     }
 }

@@ -10,13 +10,13 @@ use serde::Deserialize;
 
 use super::error::Problems;
 
-pub const PREFIX: &str = "SIDEJOIN_";
+pub(crate) const PREFIX: &str = "SIDEJOIN_";
 /// `SIDEJOIN_KAFKA_<PROPERTY>` variables are passed to librdkafka.
-pub const KAFKA_PREFIX: &str = "SIDEJOIN_KAFKA_";
+pub(crate) const KAFKA_PREFIX: &str = "SIDEJOIN_KAFKA_";
 
 /// Every known variable, without its `SIDEJOIN_` prefix, lower-cased (envy's convention).
 #[derive(Debug, Default, Deserialize)]
-pub struct RawConfig {
+pub(crate) struct RawConfig {
     // Kafka and process
     pub bootstrap_servers: Option<String>,
     pub application_id: Option<String>,
@@ -104,7 +104,7 @@ pub struct RawConfig {
 impl RawConfig {
     /// The csv settings of one side: columns, delimiter, quote, disable-quote, escape, null
     /// literal, ignore-parse-errors.
-    pub fn csv_of(&self, left: bool) -> [&Option<String>; 7] {
+    pub(crate) fn csv_of(&self, left: bool) -> [&Option<String>; 7] {
         if left {
             [
                 &self.left_columns,
@@ -131,7 +131,7 @@ impl RawConfig {
 
 /// The environment split into known variables and librdkafka properties.
 #[derive(Debug, Default)]
-pub struct RawEnv {
+pub(crate) struct RawEnv {
     pub vars: RawConfig,
     /// `(librdkafka property, value, variable name)`, in variable-name order.
     pub kafka: Vec<(String, String, String)>,
@@ -190,7 +190,10 @@ fn nearest(name: &str, known: &[String]) -> Option<String> {
 
 /// Splits the `SIDEJOIN_*` variables of `env` into known ones and Kafka properties; every unknown
 /// variable is a problem.
-pub fn read(env: impl IntoIterator<Item = (String, String)>, problems: &mut Problems) -> RawEnv {
+pub(crate) fn read(
+    env: impl IntoIterator<Item = (String, String)>,
+    problems: &mut Problems,
+) -> RawEnv {
     let known = known_vars();
     let mut ours = BTreeMap::new();
     let mut kafka = Vec::new();
@@ -213,7 +216,7 @@ pub fn read(env: impl IntoIterator<Item = (String, String)>, problems: &mut Prob
         } else {
             let hint = match nearest(&name, &known) {
                 Some(k) => format!("unknown variable; did you mean {k}?"),
-                None => "unknown variable (see the configuration table in README.md)".to_owned(),
+                None => "unknown variable (see docs/src/reference/configuration.md)".to_owned(),
             };
             // The value is not echoed: an unknown variable may hold a secret.
             problems.add(&name, None, hint);

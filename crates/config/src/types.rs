@@ -362,9 +362,6 @@ pub struct ProcessSpec {
     pub shutdown_timeout_ms: i64,
     /// Processing threads, each with its own consumer, engine and state (`SIDEJOIN_WORKERS`).
     pub workers: usize,
-    /// Which of the instance's workers this configuration is (0 for the only or first one):
-    /// not a setting, `worker_configs` sets it.
-    pub worker: usize,
     pub on_error: OnError,
     /// What a record whose key does not carry its join key does (`SIDEJOIN_ON_COPARTITION_VIOLATION`).
     pub on_copartition_violation: OnViolation,

@@ -3,7 +3,7 @@
 
 use super::error::ConfigError;
 
-pub fn parse_bool(var: &str, value: &str) -> Result<bool, ConfigError> {
+pub(crate) fn parse_bool(var: &str, value: &str) -> Result<bool, ConfigError> {
     match value.trim() {
         v if v.eq_ignore_ascii_case("true") => Ok(true),
         v if v.eq_ignore_ascii_case("false") => Ok(false),
@@ -13,7 +13,7 @@ pub fn parse_bool(var: &str, value: &str) -> Result<bool, ConfigError> {
 
 /// A duration in milliseconds: one integer and one unit (`250ms`, `10s`, `5m`, `24h`, `7d`);
 /// `0` needs no unit. A sign is accepted only when `signed` (interval bounds).
-pub fn parse_duration_ms(var: &str, value: &str, signed: bool) -> Result<i64, ConfigError> {
+pub(crate) fn parse_duration_ms(var: &str, value: &str, signed: bool) -> Result<i64, ConfigError> {
     let expected = if signed {
         "expected a signed duration: an integer and a unit ms, s, m, h or d (e.g. -10m, 10m, 0)"
     } else {
@@ -48,7 +48,7 @@ pub fn parse_duration_ms(var: &str, value: &str, signed: bool) -> Result<i64, Co
 }
 
 /// A positive whole number.
-pub fn parse_positive(var: &str, value: &str) -> Result<usize, ConfigError> {
+pub(crate) fn parse_positive(var: &str, value: &str) -> Result<usize, ConfigError> {
     value
         .trim()
         .parse::<usize>()
@@ -58,7 +58,7 @@ pub fn parse_positive(var: &str, value: &str) -> Result<usize, ConfigError> {
 }
 
 /// One of `choices` (case-insensitive).
-pub fn parse_enum<T: Copy>(
+pub(crate) fn parse_enum<T: Copy>(
     var: &str,
     value: &str,
     choices: &[(&str, T)],
@@ -79,7 +79,7 @@ pub fn parse_enum<T: Copy>(
 }
 
 /// A comma-separated list of column names: none empty, none repeated.
-pub fn parse_columns(var: &str, value: &str) -> Result<Vec<String>, ConfigError> {
+pub(crate) fn parse_columns(var: &str, value: &str) -> Result<Vec<String>, ConfigError> {
     let mut out: Vec<String> = Vec::new();
     for part in value.split(',') {
         let name = part.trim();
@@ -103,7 +103,7 @@ pub fn parse_columns(var: &str, value: &str) -> Result<Vec<String>, ConfigError>
 }
 
 /// `[A-Za-z_][A-Za-z0-9_]*`, the names SELECT accepts.
-pub fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

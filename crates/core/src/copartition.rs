@@ -23,7 +23,7 @@ use crate::change::{Event, Side};
 use crate::config::{Config, JoinSpec};
 use crate::engine::column::Column;
 use crate::format::Reading;
-use crate::row::scan::{self, Kind};
+use crate::row::scan::{self, JsonKind};
 use crate::row::value::Json;
 use crate::row::Row;
 
@@ -33,9 +33,9 @@ pub fn fix(cfg: &Config, side: Side) -> String {
     let key = cfg.join.side(side).key.join(",");
     format!(
         "key the records of `{topic}` by the join key ({key}) as those of `{other}` are, or, if one side is a small \
-         table, broadcast it (SIDEJOIN_BROADCAST=left|right: no co-partitioning needed; README \"A small table joined \
-         to a big one\"), or let sidejoin re-key it by the join key (SIDEJOIN_{}_HASH_BY=$join_key: an internal \
-         repartition topic; README \"Topics not keyed by the join key\")",
+         table, broadcast it (SIDEJOIN_BROADCAST=left|right: no co-partitioning needed; see \
+         docs/src/operations/broadcast.md), or let sidejoin re-key it by the join key \
+         (SIDEJOIN_{}_HASH_BY=$join_key: an internal repartition topic; see docs/src/operations/repartition.md)",
         side.var()
     )
 }
@@ -90,20 +90,20 @@ impl KeyCheck {
 fn read_key(bytes: &[u8]) -> Option<Key> {
     let scanned = scan::scan(bytes).ok()?;
     match scanned.kind {
-        Kind::Object => {
+        JsonKind::Object => {
             let row = Row::parse(bytes).ok()?;
             // Kafka Connect's JsonConverter with schemas: the key is the payload.
             Some(
                 match (row.width(), row.get(b"schema"), row.get(b"payload")) {
-                    (2, Some(_), Some(p)) if p.kind() == Kind::Object => {
+                    (2, Some(_), Some(p)) if p.kind() == JsonKind::Object => {
                         Row::parse(p.as_bytes()).map_or(Key::Object(row), Key::Object)
                     }
                     _ => Key::Object(row),
                 },
             )
         }
-        Kind::String | Kind::Number | Kind::Bool => Some(Key::Scalar(compact(bytes))),
-        Kind::Array | Kind::Null => None,
+        JsonKind::String | JsonKind::Number | JsonKind::Bool => Some(Key::Scalar(compact(bytes))),
+        JsonKind::Array | JsonKind::Null => None,
     }
 }
 
@@ -117,7 +117,7 @@ fn compact(bytes: &[u8]) -> Vec<u8> {
 /// A scalar's text: a string's content, any other value's JSON text.
 fn text_of(v: Json<'_>) -> Vec<u8> {
     match (v.kind(), v.as_str()) {
-        (Kind::String, Some(s)) => s.as_bytes().to_vec(),
+        (JsonKind::String, Some(s)) => s.as_bytes().to_vec(),
         _ => v.as_bytes().to_vec(),
     }
 }

@@ -6,15 +6,14 @@
 //! advance stream time, returns the error, and `dispatch` says (and counts) what the caller must
 //! do with it — the one place that reads the setting.
 
-use std::collections::BTreeMap;
-
 use crate::change::{Event, Input, JoinedChange, Partition, Side};
 use crate::config::{Config, OnError, OnViolation, OutputMode, TimeSource};
 use crate::copartition::KeyCheck;
 use crate::engine::column::Column;
-use crate::engine::project::{OutputKey, Projection};
-use crate::engine::state::{Checkpoint, Mirror, StateError, StateValue};
-use crate::engine::{layout, Engine, JoinState};
+use crate::engine::output_key::OutputKey;
+use crate::engine::project::Projection;
+use crate::engine::state::StateError;
+use crate::engine::{Engine, JoinState};
 use crate::format::{DecodeError, Decoder, Reading};
 use crate::sink::{self, Projected, Records};
 use crate::stats::{DropReason, Stats};
@@ -40,11 +39,9 @@ pub enum ErrorAction {
     Skip,
 }
 
-/// `(topic, partition)` → the next offset to consume there.
-pub type Offsets = BTreeMap<(String, Partition), i64>;
-
-/// The join of one configuration over one state store.
-pub struct Pipeline<S: JoinState> {
+/// The join of one configuration. It keeps no rows: every call that reads or writes them takes
+/// the state store (the caller owns it: replay's memory, the runtime's durable store).
+pub struct Pipeline {
     decoders: [Decoder; 2],
     readings: [Reading; 2],
     /// The interval join's time column per side (`None`: the Kafka timestamp).
@@ -54,7 +51,6 @@ pub struct Pipeline<S: JoinState> {
     engine: Engine,
     projection: Projection,
     key: OutputKey,
-    state: S,
     joined: Vec<JoinedChange>,
     projected: Projected,
     /// Run mode on co-partitioned topics: records' keys are checked against their join key.
@@ -63,15 +59,15 @@ pub struct Pipeline<S: JoinState> {
     violation: Option<String>,
 }
 
-impl<S: JoinState> Pipeline<S> {
+impl Pipeline {
     /// The join of `config`, each side read in its own format (replay, tests).
-    pub fn new(config: &Config, state: S) -> Self {
-        Self::reading(config, [Reading::Own; 2], state)
+    pub fn new(config: &Config) -> Self {
+        Self::reading(config, [Reading::Own; 2])
     }
 
     /// The join of `config`, each side read as `readings` says (a repartitioned side reads the
     /// changes its router wrote).
-    pub fn reading(config: &Config, readings: [Reading; 2], state: S) -> Self {
+    pub fn reading(config: &Config, readings: [Reading; 2]) -> Self {
         let engine = Engine::new(&config.join);
         let projection = engine.plan().projection.clone();
         let time_column = |side: Side| match &config.join.side(side).time {
@@ -93,7 +89,6 @@ impl<S: JoinState> Pipeline<S> {
             key: OutputKey::new(&config.output.key, &projection),
             projection,
             engine,
-            state,
             joined: Vec::new(),
             projected: Projected::default(),
             copartition: None,
@@ -139,84 +134,49 @@ impl<S: JoinState> Pipeline<S> {
         &self.engine
     }
 
-    pub fn state(&mut self) -> &mut S {
-        &mut self.state
-    }
-
     /// The input partitions this pipeline processes (the interval join's watermark waits for
     /// every one of them).
     pub fn set_partitions(&mut self, partitions: &[Partition], processing_time: i64) {
         self.engine.set_partitions(partitions, processing_time);
     }
 
-    /// Closes a checkpoint: the state as it is now, with the input `offsets` it reflects (those
-    /// that moved since the last checkpoint) and what the engine keeps in memory, captured to be
-    /// made durable atomically by `persist`; its net changes go to `mirror` (the changelog).
-    pub fn seal(
-        &mut self,
-        offsets: &Offsets,
-        mirror: &mut Mirror<'_>,
-    ) -> Result<Checkpoint, StateError> {
-        let mut group = Vec::new();
-        for ((topic, partition), offset) in offsets {
-            layout::meta_group(&mut group, *partition);
-            self.state.put(
-                &group,
-                &layout::offset_item(topic),
-                StateValue::Bytes(offset.to_be_bytes().to_vec()),
-            );
-        }
-        self.engine.checkpoint(&mut self.state);
-        self.state.seal_mirrored(mirror)
+    /// Writes what the engine keeps in memory (row counts, stream times, watermarks) into
+    /// `state`, before a checkpoint seals it.
+    pub fn checkpoint<S: JoinState + ?Sized>(&mut self, state: &mut S) {
+        self.engine.checkpoint(state);
     }
 
-    /// Makes sealed checkpoints up to `upto` durable.
-    pub fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
-        self.state.persist(upto)
-    }
-
-    /// Seals and persists at once (tests and tools without outputs to wait for).
-    pub fn checkpoint(&mut self, offsets: &Offsets) -> Result<(), StateError> {
-        let checkpoint = self.seal(offsets, &mut |_, _| {})?;
-        self.persist(checkpoint)
-    }
-
-    /// The next offset of `topic`/`partition` already reflected in the state, if recorded.
-    pub fn persisted_offset(&mut self, topic: &str, partition: Partition) -> Option<i64> {
-        let mut group = Vec::new();
-        layout::meta_group(&mut group, partition);
-        self.state
-            .get(&group, &layout::offset_item(topic))
-            .and_then(|v| v.as_i64())
-    }
-
-    /// Loads what the state holds about `partition` (row counts, stream time, watermarks) after
+    /// Loads what `state` holds about `partition` (row counts, stream time, watermarks) after
     /// an assignment.
-    pub fn restore_partition(&mut self, partition: Partition, processing_time: i64) {
+    pub fn restore_partition<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: Partition,
+        processing_time: i64,
+    ) -> Result<(), StateError> {
         self.engine
-            .restore_partition(&mut self.state, partition, processing_time);
-    }
-
-    /// Deletes `partition`'s state for good (stale: another instance moved past it).
-    pub fn delete_partition(&mut self, partition: Partition) -> Result<(), StateError> {
-        self.engine.release_partition(&mut self.state, partition);
-        self.state.delete_partition(partition)
+            .restore_partition(state, partition, processing_time)
     }
 
     /// Forgets a revoked partition's state.
-    pub fn release_partition(&mut self, partition: Partition) {
-        self.engine.release_partition(&mut self.state, partition);
+    pub fn release_partition<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        partition: Partition,
+    ) {
+        self.engine.release_partition(state, partition);
     }
 
     /// Processes one record from its key and value bytes (`None` = absent). Its changes are in
     /// `changes()` until the next call; the error, if it could not be decoded, is returned (the
     /// record still advanced time, which may have produced changes of other rows).
-    pub fn process(
+    pub fn process<S: JoinState + ?Sized>(
         &mut self,
+        state: &mut S,
         origin: Origin,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
-    ) -> Option<DecodeError> {
+    ) -> Result<Option<DecodeError>, StateError> {
         let side = origin.side.index();
         let decoded = self.decoders[side].decode(key, value);
         if let (Some((check, action)), Ok(Some(event)), Some(key)) =
@@ -228,7 +188,7 @@ impl<S: JoinState> Pipeline<S> {
                 if *action == OnViolation::Fail {
                     // Not applied: the run stops before it, and a restart resumes at it.
                     self.projected.clear();
-                    return None;
+                    return Ok(None);
                 }
             }
         }
@@ -237,10 +197,10 @@ impl<S: JoinState> Pipeline<S> {
             let stats = self.engine.stats_mut();
             stats.records_in[side] += 1;
             stats.input_dropped(origin.side, DropReason::ParseError);
-            self.step(origin, None, None);
-            return None;
+            self.step(state, origin, None, None)?;
+            return Ok(None);
         }
-        self.process_decoded(origin, decoded)
+        self.process_decoded(state, origin, decoded)
     }
 
     /// Whether `side`'s record values are text lines (replay reads them from JSON strings).
@@ -264,11 +224,12 @@ impl<S: JoinState> Pipeline<S> {
     }
 
     /// Processes one record given the outcome of decoding it.
-    pub fn process_decoded(
+    pub fn process_decoded<S: JoinState + ?Sized>(
         &mut self,
+        state: &mut S,
         origin: Origin,
         decoded: Result<Option<Event>, DecodeError>,
-    ) -> Option<DecodeError> {
+    ) -> Result<Option<DecodeError>, StateError> {
         let side = origin.side.index();
         self.engine.stats_mut().records_in[side] += 1;
         let decoded = decoded.and_then(|event| match event {
@@ -289,12 +250,18 @@ impl<S: JoinState> Pipeline<S> {
                 (None, None, Some(e))
             }
         };
-        self.step(origin, event, time);
-        error
+        self.step(state, origin, event, time)?;
+        Ok(error)
     }
 
     /// Runs the engine on one decoded record (or on none: it still advances time).
-    fn step(&mut self, origin: Origin, event: Option<Event>, time: Option<i64>) {
+    fn step<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        origin: Origin,
+        event: Option<Event>,
+        time: Option<i64>,
+    ) -> Result<(), StateError> {
         let input = Input {
             side: origin.side,
             partition: origin.partition,
@@ -304,9 +271,9 @@ impl<S: JoinState> Pipeline<S> {
             event,
         };
         self.joined.clear();
-        self.engine
-            .process(&mut self.state, input, &mut self.joined);
+        self.engine.process(state, input, &mut self.joined)?;
         self.project();
+        Ok(())
     }
 
     /// What `SIDEJOIN_ON_ERROR` says to do with a record `process` could not decode; counts a
@@ -324,18 +291,23 @@ impl<S: JoinState> Pipeline<S> {
 
     /// Processing time moved on (run mode): what `SIDEJOIN_MAX_WAIT` and idle partitions release,
     /// in `changes()`.
-    pub fn tick(&mut self, processing_time: i64) {
+    pub fn tick<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        processing_time: i64,
+    ) -> Result<(), StateError> {
         self.joined.clear();
-        self.engine
-            .tick(&mut self.state, processing_time, &mut self.joined);
+        self.engine.tick(state, processing_time, &mut self.joined)?;
         self.project();
+        Ok(())
     }
 
     /// End of a finite input (replay): what the interval join still holds back, in `changes()`.
-    pub fn flush(&mut self) {
+    pub fn flush<S: JoinState + ?Sized>(&mut self, state: &mut S) -> Result<(), StateError> {
         self.joined.clear();
-        self.engine.flush(&mut self.state, &mut self.joined);
+        self.engine.flush(state, &mut self.joined)?;
         self.project();
+        Ok(())
     }
 
     /// The projected changes of the last `process`, `tick` or `flush`.
@@ -366,56 +338,5 @@ impl<S: JoinState> Pipeline<S> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{self, Mode};
-    use crate::engine::memory::MemoryState;
-
-    fn config() -> Config {
-        let env = [
-            ("SIDEJOIN_LEFT_KEY", "user_id"),
-            ("SIDEJOIN_RIGHT_KEY", "user_id"),
-            ("SIDEJOIN_LEFT_FORMAT", "debezium-json"),
-        ];
-        let vars = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        config::load(vars, Mode::Check).expect("valid configuration")
-    }
-
-    fn pipeline() -> Pipeline<MemoryState> {
-        let cfg = config();
-        let mut p = Pipeline::new(&cfg, MemoryState::new());
-        p.check_copartitioning(&cfg);
-        p
-    }
-
-    const ORDER: &[u8] = br#"{"op":"c","before":null,"after":{"id":7,"user_id":3}}"#;
-
-    #[test]
-    fn misfit_judges_a_key_without_processing_the_record() {
-        let p = pipeline();
-        let why = p.misfit(Side::Left, br#"{"id":7}"#, Some(ORDER));
-        assert!(
-            why.as_deref()
-                .is_some_and(|w| w.contains("does not hold the join-key column `user_id`")),
-            "{why:?}"
-        );
-        assert_eq!(p.misfit(Side::Left, br#"{"user_id":3}"#, Some(ORDER)), None);
-        assert_eq!(p.misfit(Side::Left, b"3", Some(ORDER)), None);
-    }
-
-    #[test]
-    fn misfit_judges_nothing_before_the_check_is_on() {
-        let p = Pipeline::new(&config(), MemoryState::new());
-        assert_eq!(p.misfit(Side::Left, br#"{"id":7}"#, Some(ORDER)), None);
-    }
-
-    #[test]
-    fn misfit_leaves_undecodable_and_unjudgeable_records_to_processing() {
-        let p = pipeline();
-        assert_eq!(
-            p.misfit(Side::Left, br#"{"id":7}"#, Some(b"not json")),
-            None
-        );
-        assert_eq!(p.misfit(Side::Left, b"order-7", Some(ORDER)), None);
-    }
-}
+#[path = "pipeline_tests.rs"]
+mod tests;

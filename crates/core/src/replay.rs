@@ -13,8 +13,9 @@ use serde_json::json;
 use crate::change::{Partition, Side};
 use crate::config::Config;
 use crate::engine::JoinState;
+use crate::format::DecodeError;
 use crate::pipeline::{ErrorAction, Origin, Pipeline};
-use crate::row::scan::{self, Kind};
+use crate::row::scan::{self, JsonKind};
 use crate::row::Json;
 use crate::sink::Records;
 
@@ -36,6 +37,8 @@ pub enum ReplayError {
     },
     #[error("{0}")]
     Io(#[from] io::Error),
+    #[error(transparent)]
+    State(#[from] crate::engine::state::StateError),
 }
 
 /// One parsed input line; `key` and `value` are the record's bytes (JSON text).
@@ -50,7 +53,7 @@ struct Line<'a> {
 fn parse_line(text: &str) -> Result<Line<'_>, String> {
     let bytes = text.as_bytes();
     let scanned = scan::scan(bytes).map_err(|e| format!("not JSON: {e}"))?;
-    if scanned.kind != Kind::Object {
+    if scanned.kind != JsonKind::Object {
         return Err("not a JSON object".into());
     }
     let field = |name: &str| {
@@ -75,7 +78,7 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
         None => None,
         Some(v) if v.is_null() => None,
         Some(v)
-            if v.kind() == Kind::Number
+            if v.kind() == JsonKind::Number
                 && !v.as_bytes().contains(&b'.')
                 && v.as_i64().is_some() =>
         {
@@ -91,7 +94,7 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
         None => 0,
         Some(v) if v.is_null() => 0,
         Some(v)
-            if v.kind() == Kind::Number
+            if v.kind() == JsonKind::Number
                 && v.as_i64()
                     .is_some_and(|p| (0..=i64::from(Partition::MAX)).contains(&p))
                 && !v.as_bytes().contains(&b'.') =>
@@ -114,8 +117,8 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
     })
 }
 
-fn write_changes<S: JoinState>(
-    pipeline: &Pipeline<S>,
+fn write_changes(
+    pipeline: &Pipeline,
     cause: usize,
     opts: ReplayOptions,
     records: &mut Records,
@@ -146,7 +149,7 @@ fn write_changes<S: JoinState>(
 /// the final stats line to `err`.
 pub fn replay<S: JoinState>(
     config: &Config,
-    state: S,
+    mut state: S,
     input: impl BufRead,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -155,8 +158,8 @@ pub fn replay<S: JoinState>(
     for w in &config.warnings {
         writeln!(err, "{}", json!({ "warning": w }))?;
     }
-    let mut pipeline = Pipeline::new(config, state);
-    let result = run_lines(config, &mut pipeline, input, out, err, opts);
+    let mut pipeline = Pipeline::new(config);
+    let result = run_lines(config, &mut pipeline, &mut state, input, out, err, opts);
     writeln!(err, "{}", json!({"stats": pipeline.stats().to_json()}))?;
     out.flush()?;
     result
@@ -176,9 +179,60 @@ fn partitions(lines: &[String]) -> Vec<Partition> {
     ps
 }
 
+/// A text format's value (csv): the line's JSON string, unquoted; `None` for other formats.
+fn text_value(
+    pipeline: &Pipeline,
+    line: &Line<'_>,
+    n: usize,
+) -> Result<Option<String>, ReplayError> {
+    match line.value {
+        Some(v) if pipeline.reads_text(line.side) => serde_json::from_slice::<String>(v)
+            .map(Some)
+            .map_err(|_| ReplayError::BadLine {
+                line: n,
+                message: format!(
+                    "the {} side reads csv: `value` must be a JSON string holding the line",
+                    line.side
+                ),
+            }),
+        _ => Ok(None),
+    }
+}
+
+/// A record that could not be decoded: one JSON line on `err` with what `SIDEJOIN_ON_ERROR`
+/// does with it; `fail` ends the replay.
+fn report_error(
+    pipeline: &mut Pipeline,
+    n: usize,
+    side: Side,
+    e: &DecodeError,
+    err: &mut impl Write,
+) -> Result<(), ReplayError> {
+    let action = pipeline.dispatch();
+    let name = match action {
+        ErrorAction::Fail => "fail",
+        ErrorAction::DeadLetter => "dlq",
+        ErrorAction::Skip => "skip",
+    };
+    writeln!(
+        err,
+        "{}",
+        json!({"line": n, "side": side.name(), "error": e.to_string(), "action": name})
+    )?;
+    if action == ErrorAction::Fail {
+        return Err(ReplayError::Failed {
+            line: n,
+            side,
+            error: e.to_string(),
+        });
+    }
+    Ok(())
+}
+
 fn run_lines<S: JoinState>(
     config: &Config,
-    pipeline: &mut Pipeline<S>,
+    pipeline: &mut Pipeline,
+    state: &mut S,
     input: impl BufRead,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -204,19 +258,7 @@ fn run_lines<S: JoinState>(
         let line =
             parse_line(&text).map_err(|message| ReplayError::BadLine { line: n, message })?;
         timestamp = line.timestamp.unwrap_or(timestamp);
-        // A text format's value (csv) is the line's JSON string, unquoted.
-        let text_value = match line.value {
-            Some(v) if pipeline.reads_text(line.side) => Some(
-                serde_json::from_slice::<String>(v).map_err(|_| ReplayError::BadLine {
-                    line: n,
-                    message: format!(
-                        "the {} side reads csv: `value` must be a JSON string holding the line",
-                        line.side
-                    ),
-                })?,
-            ),
-            _ => None,
-        };
+        let text_value = text_value(pipeline, &line, n)?;
         let value = text_value.as_deref().map(str::as_bytes).or(line.value);
         let origin = Origin {
             side: line.side,
@@ -224,30 +266,13 @@ fn run_lines<S: JoinState>(
             timestamp,
             processing_time: 0,
         };
-        let error = pipeline.process(origin, line.key, value);
+        let error = pipeline.process(state, origin, line.key, value)?;
         write_changes(pipeline, n, opts, &mut records, out)?;
         if let Some(e) = error {
-            let action = pipeline.dispatch();
-            let name = match action {
-                ErrorAction::Fail => "fail",
-                ErrorAction::DeadLetter => "dlq",
-                ErrorAction::Skip => "skip",
-            };
-            writeln!(
-                err,
-                "{}",
-                json!({"line": n, "side": line.side.name(), "error": e.to_string(), "action": name})
-            )?;
-            if action == ErrorAction::Fail {
-                return Err(ReplayError::Failed {
-                    line: n,
-                    side: line.side,
-                    error: e.to_string(),
-                });
-            }
+            report_error(pipeline, n, line.side, &e, err)?;
         }
     }
-    pipeline.flush();
+    pipeline.flush(state)?;
     write_changes(pipeline, 0, opts, &mut records, out)?;
     Ok(())
 }

@@ -10,7 +10,8 @@ use std::ops::Range;
 
 use crate::change::{Kind, Row};
 use crate::config::OutputMode;
-use crate::engine::project::{OutCol, OutputKey, Projection};
+use crate::engine::output_key::OutputKey;
+use crate::engine::project::{OutCol, Projection};
 
 /// A projected output change: its row and key are ranges of `Projected::bytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]

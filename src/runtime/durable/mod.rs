@@ -26,56 +26,46 @@
 //! position is idempotent (`restore`). A failed transaction is aborted and everything not
 //! persisted is dropped; the partitions are restored again from what was committed.
 //!
+//! The protocol owns the state (`Protocol::state` lends it to the processor for each record)
+//! and alone encodes input positions into it (`positions`). Its steps: `checkpoint` (closing a
+//! checkpoint), `mirror` (changelog records), `restore` (taking over tasks).
+//!
 //! Not here: what a record does to the state (the engine) and how records are fetched
-//! (the run loop).
+//! (the worker).
 
-pub mod restore;
+mod checkpoint;
+mod load;
+mod mirror;
+mod positions;
+mod restore;
 
-use std::time::{Duration, Instant};
-
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseProducer, BaseRecord};
-use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
+use sidejoin_store::Checkpointed;
 
-use crate::change::{Partition, Side};
+use crate::change::Partition;
 use crate::config::Guarantee;
-use crate::engine::layout;
-use crate::kafka::deliveries::{changelog_opaque, Deliveries};
+use crate::kafka::context::HelperContext;
 use crate::kafka::transactions::{Transactions, TxnError};
 use crate::metrics::WorkerMetrics;
-use crate::pipeline::Offsets;
 
-use super::output::Output;
 use super::processor::Processor;
 use super::streams::{Inputs, Stream};
 use super::RunError;
 
-/// Waiting longer than this for output acknowledgements makes the instance not ready.
-const STALLED: Duration = Duration::from_secs(2);
-
-/// How long one wait for acknowledgements blocks before the loop looks around again.
-const ACK_WAIT: Duration = Duration::from_millis(10);
-
-/// The local-only name under which a partition's state records the changelog position of
-/// `side` it reflects.
-pub fn position_name(side: Side) -> &'static [u8] {
-    match side {
-        Side::Left => b"changelog/left",
-        Side::Right => b"changelog/right",
-    }
-}
+pub use positions::Offsets;
 
 /// A fault the kill tests inject to prove they catch it: the input offsets written into the
-/// state are those of the previous checkpoint (`SIDEJOIN_TEST_FAULT=offsets_late`).
+/// state are those of the previous checkpoint (`SJ_TEST_FAULT=offsets_late`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     None,
     OffsetsLate,
 }
 
-pub struct Protocol {
+/// The durable state of one worker's tasks and the protocol that keeps it (module doc).
+pub struct Protocol<S> {
+    /// The tasks' join state.
+    state: S,
     guarantee: Guarantee,
     /// The transactions of changelog records and offsets (and, under `exactly_once`, the
     /// output: then its producer is the output's producer too).
@@ -92,49 +82,37 @@ pub struct Protocol {
     fault: Fault,
     /// What `Fault::OffsetsLate` writes: the previous checkpoint's positions.
     previous: Offsets,
+    /// The consumer that reads changelogs back at restore.
+    restorer: rdkafka::consumer::BaseConsumer<HelperContext>,
     /// Readiness while acknowledgements are awaited.
     metrics: WorkerMetrics,
 }
 
-/// A changelog record of `key` (a stored state key) is sent to its side's topic, to the
-/// partition the key belongs to.
-fn mirror_to(
-    producer: &BaseProducer<Deliveries>,
-    topics: &[String; 2],
-    key: &[u8],
-    value: Option<&[u8]>,
-) -> Result<(), KafkaError> {
-    let side = layout::mirror_side(key);
-    let partition = layout::partition_of(key).unwrap_or(0);
-    let mut record: BaseRecord<'_, [u8], [u8], usize> =
-        BaseRecord::with_opaque_to(&topics[side.index()], changelog_opaque(side))
-            .key(key)
-            .partition(partition);
-    if let Some(v) = value {
-        record = record.payload(v);
-    }
-    super::output::send_when_room(producer, record, "changelog")
+/// What a protocol is made of.
+pub struct Parts<S> {
+    pub state: S,
+    pub guarantee: Guarantee,
+    pub txn: Transactions,
+    pub changelog: Option<[String; 2]>,
+    pub inputs: Inputs,
+    pub fault: Fault,
+    pub restorer: rdkafka::consumer::BaseConsumer<HelperContext>,
 }
 
-impl Protocol {
-    pub fn new(
-        guarantee: Guarantee,
-        txn: Transactions,
-        changelog: Option<[String; 2]>,
-        inputs: Inputs,
-        fault: Fault,
-        metrics: &WorkerMetrics,
-    ) -> Self {
+impl<S: Checkpointed> Protocol<S> {
+    pub fn new(parts: Parts<S>, metrics: &WorkerMetrics) -> Self {
         Protocol {
-            guarantee,
-            txn,
-            changelog,
-            inputs,
+            state: parts.state,
+            guarantee: parts.guarantee,
+            txn: parts.txn,
+            changelog: parts.changelog,
+            inputs: parts.inputs,
             epoch: 1,
             positions: FxHashMap::default(),
             written: FxHashMap::default(),
-            fault,
+            fault: parts.fault,
             previous: Offsets::new(),
+            restorer: parts.restorer,
             metrics: metrics.clone(),
         }
     }
@@ -150,9 +128,9 @@ impl Protocol {
         Ok(self.txn.begin()?)
     }
 
-    /// The changelog topics, when the state is mirrored.
-    pub fn changelog(&self) -> Option<&[String; 2]> {
-        self.changelog.as_ref()
+    /// The tasks' state, lent to process a record.
+    pub fn state(&mut self) -> &mut S {
+        &mut self.state
     }
 
     /// The number outputs are sent under now.
@@ -177,169 +155,18 @@ impl Protocol {
         self.written.insert(stream, next);
     }
 
-    /// Forgets tasks no longer owned.
-    pub fn forget(&mut self, gone: &[Partition]) {
+    /// Releases tasks no longer owned: their state and positions (all committed by then).
+    pub fn forget<P: Processor<S> + ?Sized>(&mut self, processor: &mut P, gone: &[Partition]) {
+        processor.revoked(&mut self.state, gone);
         self.positions.retain(|s, _| !gone.contains(&s.task));
         self.written.retain(|s, _| !gone.contains(&s.task));
     }
 
-    /// Positions as the state stores them: `(item, task)` → next offset (`Inputs::item`).
-    fn offsets(&self, of: &FxHashMap<Stream, i64>) -> Offsets {
-        of.iter()
-            .map(|(s, o)| ((self.inputs.item(s), s.task), *o))
-            .collect()
-    }
-
-    /// Positions as the group commits them: `(topic, partition)` → next offset, of the sides
-    /// consumed through the group (a broadcast side's positions live in the state only).
-    fn group_offsets(&self) -> Offsets {
-        (self.positions.iter())
-            .filter(|(s, _)| self.inputs.grouped(s.side))
-            .map(|(s, o)| ((self.inputs.topic(s.side).to_owned(), s.source), *o))
-            .collect()
-    }
-
-    /// Closes the open checkpoint (steps 1–4 of the module doc). `Err(RunError::Aborted)`:
-    /// the transaction was aborted; the caller must `discard` and restore.
-    pub fn commit<C: ConsumerContext>(
-        &mut self,
-        processor: &mut dyn Processor,
-        output: &Output,
-        consumer: &BaseConsumer<C>,
-    ) -> Result<(), RunError> {
-        let started = Instant::now();
-        // A handle (not a borrow of self): the steps below mutate the protocol.
-        let metrics = self.metrics.clone();
-        self.begin()?;
-        // 1. Positions that moved, and the state's net change, into the transaction.
-        let moved: FxHashMap<Stream, i64> = (self.positions.iter())
-            .filter(|(k, o)| self.written.get(k) != Some(o))
-            .map(|(k, o)| (*k, *o))
-            .collect();
-        let now_offsets = self.offsets(&moved);
-        let state_offsets = match self.fault {
-            Fault::None => now_offsets.clone(),
-            Fault::OffsetsLate => std::mem::replace(&mut self.previous, now_offsets.clone()),
-        };
-        let mut mirrored = 0u64;
-        let mut failed: Option<KafkaError> = None;
-        let checkpoint = {
-            let (txn, topics) = (self.txn.producer(), &self.changelog);
-            processor
-                .seal(&state_offsets, &mut |key, value| {
-                    if let (Some(topics), None) = (topics, &failed) {
-                        mirrored += 1;
-                        if let Err(e) = mirror_to(txn, topics, key, value) {
-                            failed = Some(e);
-                        }
-                    }
-                })
-                .map_err(RunError::State)?
-        };
-        if let Some(e) = failed {
-            return Err(self.abort(format!("a changelog record could not be sent: {e}")));
-        }
-        // 2. At least once: the checkpoint's output is acknowledged before it commits.
-        if self.guarantee == Guarantee::AtLeastOnce {
-            let waiting = Instant::now();
-            let mut stalled = false;
-            while output.deliveries().outstanding_through(self.epoch) > 0 {
-                if let Some(e) = output.deliveries().failure() {
-                    return Err(RunError::Delivery(e));
-                }
-                output.poll(ACK_WAIT);
-                if !stalled && waiting.elapsed() > STALLED {
-                    tracing::warn!("output not acknowledged for {STALLED:?}: not ready; waiting");
-                    metrics.set_ready(false);
-                    stalled = true;
-                }
-            }
-            if stalled {
-                tracing::info!("output acknowledged again");
-                metrics.set_ready(true);
-            }
-        }
-        if let Some(e) = output.deliveries().failure() {
-            return Err(RunError::Delivery(e));
-        }
-        // 3. The input offsets of every partition into the transaction; commit.
-        let all = self.group_offsets();
-        if !all.is_empty() {
-            let mut tpl = TopicPartitionList::new();
-            for ((topic, p), o) in &all {
-                let _ = tpl.add_partition_offset(topic, *p, Offset::Offset(*o));
-            }
-            let Some(group) = consumer.group_metadata() else {
-                return Err(self.abort("the consumer has no group metadata".into()));
-            };
-            if let Err(e) = self.txn.send_offsets(&tpl, &group) {
-                return Err(self.abort_on(e));
-            }
-        }
-        self.commit_transaction()?;
-        if let Some(e) = self.txn.deliveries().failure() {
-            return Err(RunError::Delivery(e));
-        }
-        metrics.transaction(true);
-        metrics.mirrored(mirrored);
-        // 4. Only now: the checkpoint is durable locally, with the changelog positions.
-        processor.persist(checkpoint).map_err(RunError::State)?;
-        self.record_positions(processor)?;
-        self.written.extend(moved);
-        self.epoch += 1;
-        metrics.observe_commit(started.elapsed().as_secs_f64());
-        processor.publish(&metrics);
-        self.begin()
-    }
-
-    /// Mirrors a partition's local entries into its (empty) changelog topics in one committed
-    /// transaction (a state directory older than its changelog), and records the positions.
-    pub fn mirror_local(
-        &mut self,
-        processor: &mut dyn Processor,
-        partition: Partition,
-    ) -> Result<u64, RunError> {
-        let Some(topics) = self.changelog.clone() else {
-            return Ok(0);
-        };
-        self.begin()?;
-        let mut n = 0u64;
-        let mut failed = None;
-        if let Some(store) = processor.store() {
-            store.entries(partition, &mut |k, v| {
-                if failed.is_none() {
-                    n += 1;
-                    failed = mirror_to(self.txn.producer(), &topics, k, Some(v)).err();
-                }
-            });
-        }
-        if let Some(e) = failed {
-            return Err(self.abort(format!("a changelog record could not be sent: {e}")));
-        }
-        self.commit_transaction()?;
-        self.record_positions(processor)?;
-        self.begin()?;
-        Ok(n)
-    }
-
-    /// Commits the open transaction; aborts it when that fails.
-    fn commit_transaction(&mut self) -> Result<(), RunError> {
-        if let Err(e) = self.txn.commit() {
-            return Err(self.abort_on(e));
-        }
-        Ok(())
-    }
-
-    /// Records, beside the local state, the changelog positions the committed transaction
-    /// reached (after its checkpoint is persisted: a position never runs ahead of the state).
-    fn record_positions(&self, processor: &mut dyn Processor) -> Result<(), RunError> {
-        let positions = self.txn.deliveries().take_changelog_positions();
-        if let Some(store) = processor.store() {
-            for ((side, partition), next) in positions {
-                store.set_local(partition, position_name(Side::BOTH[side]), next)?;
-            }
-        }
-        Ok(())
+    /// Drops every change not committed and forgets `tasks` (an aborted transaction, a lost
+    /// assignment): they are restored from what was committed when assigned again.
+    pub fn discard<P: Processor<S> + ?Sized>(&mut self, processor: &mut P, tasks: &[Partition]) {
+        self.state.discard_unpersisted();
+        self.forget(processor, tasks);
     }
 
     /// Aborts the open transaction because of `why`; the caller drops what is not persisted.

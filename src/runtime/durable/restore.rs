@@ -1,8 +1,8 @@
-//! Restoring a partition's state when it is assigned (SPEC §6–7), before anything of it is
+//! Restoring a task's state when it is assigned (SPEC §6–7), before anything of it is
 //! consumed: the local copy is verified against the changelog topics and brought up to date.
 //!
-//! Per partition and side, from the local copy's changelog position `L` and the topic's
-//! watermarks `[low, high)`:
+//! Per task and side, from the local copy's changelog position `L` and the topic's watermarks
+//! `[low, high)`:
 //! - `low ≤ L ≤ high`: the local copy is a prefix of the changelog (this instance or another
 //!   owner wrote since): read `[L, high)` on top of it — often nothing (a restart);
 //! - no local position but local state, and an empty changelog (a directory older than the
@@ -17,34 +17,23 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use sidejoin_store::Checkpointed;
 use tokio_util::sync::CancellationToken;
 
 use crate::change::{Partition, Side};
-use crate::engine::layout;
-use crate::kafka::context::HelperContext;
-use crate::metrics::WorkerMetrics;
-use crate::runtime::StartupError;
-
-use super::{position_name, Protocol};
 use crate::runtime::processor::Processor;
-use crate::runtime::streams::{Inputs, Stream};
-use crate::runtime::RunError;
+use crate::runtime::streams::Stream;
+use crate::runtime::{RunError, StartupError};
+
+use super::positions::{self, position_name};
+use super::Protocol;
 
 const WATERMARKS: Duration = Duration::from_secs(10);
 
 /// The pause before a metadata call the broker could not answer is made again.
 const RETRY: Duration = Duration::from_millis(500);
-
-/// How often restore progress is logged.
-const PROGRESS: Duration = Duration::from_secs(2);
-
-pub struct Restorer {
-    consumer: BaseConsumer<HelperContext>,
-}
 
 /// A restored task and the next offset of each of its streams its state reflects (`None`: it
 /// records none).
@@ -57,114 +46,116 @@ pub struct Restored {
     pub seconds: f64,
 }
 
-impl Restorer {
-    pub fn new(consumer: BaseConsumer<HelperContext>) -> Self {
-        Restorer { consumer }
-    }
+/// Where one task's reading of one changelog starts and ends.
+pub(super) type Span = (Partition, i64, i64);
 
-    /// Brings the state of `partitions` up to date with the changelog topics, then loads it
-    /// into the engine. Returns the input positions the restored state reflects.
-    pub fn restore(
+impl<S: Checkpointed> Protocol<S> {
+    /// Brings the state of `tasks` up to date with the changelog topics; returns the input
+    /// positions it reflects (the caller loads the tasks into the processor and assigns the
+    /// consumer there).
+    pub fn restore<P: Processor<S> + ?Sized>(
         &mut self,
-        processor: &mut dyn Processor,
-        protocol: &mut Protocol,
-        partitions: &[Partition],
-        inputs: &Inputs,
-        metrics: &WorkerMetrics,
+        processor: &mut P,
+        tasks: &[Partition],
         shutdown: &CancellationToken,
     ) -> Result<(Vec<Position>, Restored), RunError> {
         let started = Instant::now();
         let mut done = Restored::default();
-        if let (Some(changelog), true) =
-            (protocol.changelog().cloned(), processor.store().is_some())
-        {
-            // Per side: where each partition's reading starts and ends.
-            let mut plan: [Vec<(Partition, i64, i64)>; 2] = [Vec::new(), Vec::new()];
-            for &p in partitions {
-                let marks = [
-                    self.watermarks(&changelog[0], p, metrics, shutdown)?,
-                    self.watermarks(&changelog[1], p, metrics, shutdown)?,
-                ];
-                let store = processor.store().expect("checked");
-                let local = Side::BOTH.map(|s| store.local(p, position_name(s)));
-                let mut meta = Vec::new();
-                layout::meta_group(&mut meta, p);
-                let has_state = inputs.streams(p).iter().any(|s| {
-                    store
-                        .get(&meta, &layout::offset_item(&inputs.item(s)))
-                        .is_some()
-                });
-                let prefix = local
-                    .iter()
-                    .zip(&marks)
-                    .all(|(l, (low, high))| l.is_some_and(|l| *low <= l && l <= *high));
-                if prefix {
-                    for side in Side::BOTH {
-                        let from = local[side.index()].expect("checked");
-                        plan[side.index()].push((p, from, marks[side.index()].1));
-                    }
-                    continue;
-                }
-                let empty = marks.iter().all(|(low, high)| low == high);
-                if has_state && empty && local.iter().all(Option::is_none) {
-                    let n = protocol.mirror_local(processor, p)?;
-                    tracing::info!(
-                        "partition {p}: the changelog topics are empty; mirrored the local state into them ({n} records)"
-                    );
-                    continue;
-                }
-                if has_state {
-                    tracing::warn!(
-                        "partition {p}: the local state is not a prefix of the changelog (local positions {local:?}, changelog {marks:?}): deleting it and restoring from the changelog"
-                    );
-                }
-                processor.delete(p).map_err(RunError::State)?;
-                for side in Side::BOTH {
-                    let (low, high) = marks[side.index()];
-                    plan[side.index()].push((p, low, high));
+        if let Some(changelog) = self.changelog.clone() {
+            let mut spans: [Vec<Span>; 2] = [Vec::new(), Vec::new()];
+            for &p in tasks {
+                if let Some([left, right]) = self.span(processor, &changelog, p, shutdown)? {
+                    spans[0].push(left);
+                    spans[1].push(right);
                 }
             }
             for side in Side::BOTH {
-                done.records += self.read(
-                    processor,
-                    &changelog[side.index()],
-                    side,
-                    &plan[side.index()],
-                    metrics,
-                    shutdown,
-                )?;
+                let (topic, spans) = (&changelog[side.index()], &spans[side.index()]);
+                done.records += self.read(topic, side, spans, shutdown)?;
             }
         }
-        if let Some(store) = processor.store() {
-            for &p in partitions {
-                let mut meta = Vec::new();
-                layout::meta_group(&mut meta, p);
-                if let Some(item) = (inputs.foreign_items().into_iter())
-                    .find(|i| store.get(&meta, &layout::offset_item(i)).is_some())
-                {
-                    return Err(RunError::Startup(StartupError::Refused(format!(
-                        "the state of partition {p} was written by a join whose tasks read other input (it records \
-                         offsets of `{item}`): SIDEJOIN_BROADCAST changed under the same SIDEJOIN_APPLICATION_ID; a \
-                         changed topology needs a new SIDEJOIN_APPLICATION_ID (a new group, new changelog topics, \
-                         state rebuilt from the inputs), as in Kafka Streams"
-                    ))));
-                }
-            }
-        }
-        let now = crate::runtime::now_ms();
-        let positions = partitions
-            .iter()
-            .map(|&p| {
-                let streams = inputs.streams(p);
-                let items: Vec<String> = streams.iter().map(|s| inputs.item(s)).collect();
-                let names: Vec<&str> = items.iter().map(String::as_str).collect();
-                let offsets = processor.restore(p, &names, now);
-                (p, streams.into_iter().zip(offsets).collect())
-            })
-            .collect();
+        self.refuse_foreign(tasks)?;
+        let positions = self.positions_of(tasks)?;
         done.seconds = started.elapsed().as_secs_f64();
-        metrics.set_restore_seconds(done.seconds);
+        self.metrics.set_restore_seconds(done.seconds);
         Ok((positions, done))
+    }
+
+    /// Where `task`'s reading of each side's changelog starts and ends; `None` when its local
+    /// copy was mirrored into empty changelogs instead (nothing to read).
+    fn span<P: Processor<S> + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        changelog: &[String; 2],
+        p: Partition,
+        shutdown: &CancellationToken,
+    ) -> Result<Option<[Span; 2]>, RunError> {
+        let marks = [
+            self.watermarks(&changelog[0], p, shutdown)?,
+            self.watermarks(&changelog[1], p, shutdown)?,
+        ];
+        let mut local = [None, None];
+        for side in Side::BOTH {
+            local[side.index()] = self.state.local(p, position_name(side))?;
+        }
+        let items: Vec<String> = (self.inputs.streams(p).iter())
+            .map(|s| self.inputs.item(s))
+            .collect();
+        let has_state = positions::any(&mut self.state, p, &items)?.is_some();
+        let prefix = (local.iter().zip(&marks))
+            .all(|(l, (low, high))| l.is_some_and(|l| *low <= l && l <= *high));
+        if prefix {
+            return Ok(Some(Side::BOTH.map(|s| {
+                let i = s.index();
+                (p, local[i].expect("checked"), marks[i].1)
+            })));
+        }
+        let empty = marks.iter().all(|(low, high)| low == high);
+        if has_state && empty && local.iter().all(Option::is_none) {
+            let n = self.mirror_local(p)?;
+            tracing::info!(
+                "partition {p}: the changelog topics are empty; mirrored the local state into them ({n} records)"
+            );
+            return Ok(None);
+        }
+        if has_state {
+            tracing::warn!(
+                "partition {p}: the local state is not a prefix of the changelog (local positions {local:?}, changelog {marks:?}): deleting it and restoring from the changelog"
+            );
+        }
+        processor.revoked(&mut self.state, &[p]);
+        self.state.delete_partition(p)?;
+        Ok(Some(marks.map(|(low, high)| (p, low, high))))
+    }
+
+    /// State recording offsets of input another topology reads was written by another join.
+    fn refuse_foreign(&mut self, tasks: &[Partition]) -> Result<(), RunError> {
+        let foreign = self.inputs.foreign_items();
+        for &p in tasks {
+            if let Some(item) = positions::any(&mut self.state, p, &foreign)? {
+                return Err(RunError::Startup(StartupError::Refused(format!(
+                    "the state of partition {p} was written by a join whose tasks read other input (it records \
+                     offsets of `{item}`): SIDEJOIN_BROADCAST changed under the same SIDEJOIN_APPLICATION_ID; a \
+                     changed topology needs a new SIDEJOIN_APPLICATION_ID (a new group, new changelog topics, \
+                     state rebuilt from the inputs), as in Kafka Streams"
+                ))));
+            }
+        }
+        Ok(())
+    }
+
+    /// The input positions the restored state of `tasks` reflects.
+    fn positions_of(&mut self, tasks: &[Partition]) -> Result<Vec<Position>, RunError> {
+        let mut all = Vec::new();
+        for &p in tasks {
+            let mut offsets = Vec::new();
+            for stream in self.inputs.streams(p) {
+                let item = self.inputs.item(&stream);
+                offsets.push((stream, positions::read(&mut self.state, &item, p)?));
+            }
+            all.push((p, offsets));
+        }
+        Ok(all)
     }
 
     /// The changelog partition's watermarks; while the broker cannot answer (an outage, a
@@ -173,12 +164,11 @@ impl Restorer {
         &self,
         topic: &str,
         p: Partition,
-        metrics: &WorkerMetrics,
         shutdown: &CancellationToken,
     ) -> Result<(i64, i64), RunError> {
         let mut logged = false;
         loop {
-            match self.consumer.fetch_watermarks(topic, p, WATERMARKS) {
+            match self.restorer.fetch_watermarks(topic, p, WATERMARKS) {
                 Ok(marks) => {
                     if logged {
                         tracing::info!("changelog `{topic}` partition {p}: watermarks read");
@@ -190,106 +180,19 @@ impl Restorer {
                         tracing::warn!(
                             "cannot read the watermarks of changelog `{topic}` partition {p} ({e}); not ready; retrying"
                         );
-                        metrics.set_ready(false);
+                        self.metrics.set_ready(false);
                         logged = true;
                     }
                     std::thread::sleep(RETRY);
                 }
                 Err(_) if shutdown.is_cancelled() => return Err(RunError::StoppedRestoring),
                 Err(e) => {
-                    return Err(RunError::State(format!(
+                    return Err(RunError::Restore(format!(
                         "cannot read the watermarks of changelog `{topic}` partition {p}: {e}"
                     )))
                 }
             }
         }
-    }
-
-    /// Reads `[from, to)` of `topic`'s partitions in `plan` into the store; records each
-    /// partition's position reached.
-    fn read(
-        &mut self,
-        processor: &mut dyn Processor,
-        topic: &str,
-        side: Side,
-        plan: &[(Partition, i64, i64)],
-        metrics: &WorkerMetrics,
-        shutdown: &CancellationToken,
-    ) -> Result<u64, RunError> {
-        let mut tpl = TopicPartitionList::new();
-        let mut pending: Vec<Partition> = Vec::new();
-        for &(p, from, to) in plan {
-            if from < to {
-                let _ = tpl.add_partition_offset(topic, p, Offset::Offset(from));
-                pending.push(p);
-            } else if let Some(store) = processor.store() {
-                store.set_local(p, position_name(side), to)?;
-            }
-        }
-        if pending.is_empty() {
-            return Ok(0);
-        }
-        tracing::info!("restoring partitions {pending:?} from `{topic}`");
-        self.consumer.assign(&tpl)?;
-        let started = Instant::now();
-        let mut last_log = Instant::now();
-        let mut n = 0u64;
-        let store = processor.store().expect("restores only durable state");
-        let mut waiting = pending.clone();
-        while !waiting.is_empty() {
-            if shutdown.is_cancelled() {
-                self.consumer.unassign()?;
-                return Err(RunError::StoppedRestoring);
-            }
-            match self.consumer.poll(Duration::from_millis(100)) {
-                Some(Ok(msg)) => {
-                    let Some(key) = msg.key() else { continue };
-                    if layout::partition_of(key) != Some(msg.partition()) {
-                        return Err(RunError::State(format!(
-                            "changelog `{topic}` partition {} holds a record of another partition (offset {}): the topic is not this application's changelog",
-                            msg.partition(),
-                            msg.offset()
-                        )));
-                    }
-                    store.load(key, msg.payload()).map_err(|e| {
-                        RunError::State(format!(
-                            "changelog `{topic}` partition {} offset {}: {e}",
-                            msg.partition(),
-                            msg.offset()
-                        ))
-                    })?;
-                    n += 1;
-                    if n % 8192 == 0 && last_log.elapsed() >= PROGRESS {
-                        let secs = started.elapsed().as_secs_f64();
-                        tracing::info!(
-                            "restoring from `{topic}`: {n} records so far ({:.0}/s), partitions left {waiting:?}",
-                            n as f64 / secs
-                        );
-                        last_log = Instant::now();
-                    }
-                }
-                Some(Err(KafkaError::PartitionEOF(p))) => waiting.retain(|w| *w != p),
-                Some(Err(e)) => tracing::warn!("restoring from `{topic}`: {e}"),
-                None => {}
-            }
-        }
-        store.loaded()?;
-        let reached = self.consumer.position()?;
-        for &(p, _, to) in plan.iter().filter(|(p, _, _)| pending.contains(p)) {
-            let at = match reached.find_partition(topic, p).map(|e| e.offset()) {
-                Some(Offset::Offset(o)) => o.min(to),
-                _ => to,
-            };
-            store.set_local(p, position_name(side), at)?;
-        }
-        self.consumer.unassign()?;
-        metrics.restored(n);
-        let secs = started.elapsed().as_secs_f64().max(1e-9);
-        tracing::info!(
-            "restored {n} records of partitions {pending:?} from `{topic}` in {secs:.2} s ({:.0} records/s)",
-            n as f64 / secs
-        );
-        Ok(n)
     }
 }
 

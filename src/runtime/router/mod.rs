@@ -127,7 +127,7 @@ fn avro_fields_hold(
     };
     let registry = crate::avro::registry::Registry::new(registry)
         .map_err(|e| RunError::Startup(StartupError::Registry(e)))?;
-    let fields = crate::avro::output::row_fields(cfg, &registry, side, stop)
+    let fields = crate::avro::subjects::row_fields(cfg, &registry, side, stop)
         .map_err(|e| RunError::Startup(StartupError::Registry(e)))?;
     let Some(fields) = fields else {
         return Ok(false);

@@ -145,7 +145,8 @@ impl<'a> Router<'a> {
     /// group's committed offsets (else `SIDEJOIN_AUTO_OFFSET_RESET`), opens a transaction.
     fn activate(&mut self) -> Result<(), String> {
         if let Some(avro) = &self.avro {
-            avro.wait_for_registry(&CancellationToken::new())?;
+            avro.wait_for_registry(&CancellationToken::new())
+                .map_err(|e| e.to_string())?;
         }
         let kafka = &self.cfg.kafka;
         let producer: BaseProducer<Deliveries> = clients::router_producer(kafka, self.side())

@@ -16,8 +16,9 @@ use super::super::input::LaneSpec;
 use super::super::streams::Stream;
 use super::super::RunError;
 use super::{now_ms, Worker};
+use sidejoin_store::Checkpointed;
 
-impl Worker<'_> {
+impl<S: Checkpointed> Worker<'_, S> {
     /// Applies rebalance events (see `kafka::context`: the consumer waits for these calls).
     pub(super) fn apply_assignments(&mut self) -> Result<(), RunError> {
         while let Ok(event) = self.events.try_recv() {
@@ -61,8 +62,7 @@ impl Worker<'_> {
         self.require_range_assignment(&list, &now)?;
         let gone: Vec<Partition> = self.owned.difference(&now).copied().collect();
         if !gone.is_empty() {
-            self.processor.revoked(&gone);
-            self.protocol.forget(&gone);
+            self.protocol.forget(self.processor, &gone);
         }
         let new: Vec<Partition> = now.difference(&self.owned).copied().collect();
         if !new.is_empty() {
@@ -76,7 +76,8 @@ impl Worker<'_> {
             let protocol = &self.protocol;
             b.assign(&parts, |s| protocol.position(s), now_ms())?;
         }
-        self.processor.assigned(&parts, now_ms());
+        let state = self.protocol.state();
+        self.processor.assigned(state, &parts, &new, now_ms())?;
         self.metrics.set_ready(true);
         Ok(())
     }
@@ -104,14 +105,7 @@ impl Worker<'_> {
 
     /// Restores the state of `new` tasks and the input positions it reflects.
     fn restore(&mut self, new: &[Partition]) -> Result<(), RunError> {
-        let (positions, done) = self.restorer.restore(
-            self.processor,
-            &mut self.protocol,
-            new,
-            &self.inputs,
-            self.metrics,
-            self.shutdown,
-        )?;
+        let (positions, done) = self.protocol.restore(self.processor, new, self.shutdown)?;
         for (p, offsets) in positions {
             let shown: Vec<Option<i64>> = offsets.iter().map(|(_, o)| *o).collect();
             tracing::info!(
@@ -156,8 +150,7 @@ impl Worker<'_> {
     /// Drops every change not committed and forgets every partition.
     fn discard(&mut self) {
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
-        self.processor.discard(&parts);
-        self.protocol.forget(&parts);
+        self.protocol.discard(self.processor, &parts);
         self.owned.clear();
         self.out.clear();
         if let Err(e) = self.clear_input() {
@@ -179,7 +172,8 @@ impl Worker<'_> {
     /// transaction drops what it held and every partition's state (`Ok(false)`): they are
     /// restored from what was committed when assigned again.
     pub(super) fn commit(&mut self) -> Result<bool, RunError> {
-        self.processor.tick(now_ms(), &mut self.out);
+        let state = self.protocol.state();
+        self.processor.tick(state, now_ms(), &mut self.out)?;
         self.send_outputs()?;
         let consumer = self.lanes.consumer().clone();
         match self

@@ -11,6 +11,7 @@ use rdkafka::error::RDKafkaErrorCode;
 use super::super::input::Served;
 use super::super::RunError;
 use super::{now_ms, Worker};
+use sidejoin_store::Checkpointed;
 
 /// Records processed before their outputs are sent.
 const POLL_BATCH: usize = 2_000;
@@ -24,7 +25,7 @@ const POLL_TIME: Duration = Duration::from_millis(10);
 /// Most error events taken from the consumer's own queue per look at it.
 const ERRORS_PER_SERVE: usize = 64;
 
-impl Worker<'_> {
+impl<S: Checkpointed> Worker<'_, S> {
     /// Serves the consumer's callbacks (waiting up to `wait` for the first); records that
     /// arrive there join the merge (`input::Lanes::serve`).
     fn serve(&mut self, wait: Duration, now: i64) -> Result<(), RunError> {

@@ -29,14 +29,13 @@ use crate::metrics::WorkerMetrics;
 use crate::sink::Records;
 
 use super::broadcast::Broadcast;
-use super::durable::restore::Restorer;
 use super::durable::Protocol;
 use super::input::{Lanes, Merge};
 use super::output::Output;
 use super::processor::Processor;
 use super::streams::Inputs;
 
-pub use start::run_blocking;
+pub use start::{run_blocking, Job};
 
 /// The group consumer of the grouped inputs (shared with its partition queues).
 type Group = Arc<BaseConsumer<JoinContext>>;
@@ -49,12 +48,12 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// A worker's loop and everything it owns.
-struct Worker<'a> {
+/// A worker's loop and everything it owns; `S` is its state store.
+struct Worker<'a, S> {
     cfg: &'a Config,
     output: Output,
     events: Receiver<Assignment>,
-    processor: &'a mut dyn Processor,
+    processor: &'a mut dyn Processor<S>,
     metrics: &'a WorkerMetrics,
     shutdown: &'a CancellationToken,
     inputs: Inputs,
@@ -64,8 +63,8 @@ struct Worker<'a> {
     assigned: HashSet<(String, Partition)>,
     /// The tasks whose state this worker holds.
     owned: BTreeSet<Partition>,
-    protocol: Protocol,
-    restorer: Restorer,
+    /// The state and its checkpoint protocol.
+    protocol: Protocol<S>,
     /// The group consumer's partition queues.
     lanes: Lanes<JoinContext>,
     /// The assigned partitions' records, merged by timestamp per task (stream = side).
@@ -76,7 +75,7 @@ struct Worker<'a> {
     violations_logged: HashSet<(Side, Partition)>,
 }
 
-impl Worker<'_> {
+impl<S> Worker<'_, S> {
     fn consumer(&self) -> &Group {
         self.lanes.consumer()
     }

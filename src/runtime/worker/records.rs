@@ -6,12 +6,13 @@ use crate::format::DecodeError;
 use crate::pipeline::ErrorAction;
 
 use super::super::input::Record;
-use super::super::processor::InRecord;
+use super::super::processor::{InRecord, RecordError};
 use super::super::streams::Stream;
 use super::super::RunError;
 use super::Worker;
+use sidejoin_store::Checkpointed;
 
-impl Worker<'_> {
+impl<S: Checkpointed> Worker<'_, S> {
     /// Sends what the processor appended to `self.out`.
     pub(super) fn send_outputs(&mut self) -> Result<(), RunError> {
         self.output.send_all(&self.out, self.protocol.epoch())?;
@@ -28,12 +29,15 @@ impl Worker<'_> {
             key: msg.key.as_deref(),
             value: msg.value.as_deref(),
         };
-        let processed = self.processor.process(&rec, now, &mut self.out);
+        let state = self.protocol.state();
+        let processed = self.processor.process(state, &rec, now, &mut self.out);
         if let Some(why) = self.processor.take_violation() {
             self.copartition_violation(msg, why)?;
         }
-        if let Err(e) = processed {
-            self.undecodable(msg, e)?;
+        match processed {
+            Ok(()) => {}
+            Err(RecordError::Decode(e)) => self.undecodable(msg, e)?,
+            Err(RecordError::State(e)) => return Err(e.into()),
         }
         let stream = Stream {
             side: msg.side,

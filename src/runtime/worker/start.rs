@@ -18,10 +18,10 @@ use crate::kafka::transactions::Transactions;
 use crate::metrics::WorkerMetrics;
 use crate::plan::{Plan, WorkerPlan};
 use crate::sink::Records;
+use sidejoin_store::Checkpointed;
 
 use super::super::broadcast::Broadcast;
-use super::super::durable::restore::Restorer;
-use super::super::durable::{Fault, Protocol};
+use super::super::durable::{Fault, Parts, Protocol};
 use super::super::input::{Lanes, Merge};
 use super::super::output::Output;
 use super::super::processor::Processor;
@@ -41,7 +41,7 @@ fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
         _ => {
             let id = crate::kafka::unique_id();
             std::fs::write(&file, &id)
-                .map_err(|e| RunError::State(format!("cannot write {}: {e}", file.display())))?;
+                .map_err(|e| RunError::StateDir(format!("cannot write {}: {e}", file.display())))?;
             Ok(id)
         }
     }
@@ -93,61 +93,80 @@ fn producers(
     })
 }
 
-/// Connects the worker's clients, waits at `gate` for the other workers, then processes until
-/// `shutdown` is cancelled or a fatal error.
-pub fn run_blocking(
+/// The worker's state and its checkpoint protocol, started (its transactional producer
+/// registered with the brokers).
+fn protocol<S: Checkpointed>(
     cfg: &Config,
     plan: &Plan,
-    me: &WorkerPlan,
-    processor: &mut dyn Processor,
+    state: S,
+    txn: Arc<BaseProducer<Deliveries>>,
     metrics: &WorkerMetrics,
-    gate: &StartGate,
     shutdown: &CancellationToken,
-) -> Result<(), RunError> {
-    let (tx, rx) = mpsc::channel();
-    let consumer = clients::group_consumer(&cfg.kafka, me.instance_id.as_deref())
-        .create_with_context(JoinContext::new(tx, metrics.clone()))?;
-    let Producers {
-        txn_id,
-        txn,
-        output,
-    } = producers(cfg, me, plan.changelogs.is_some(), metrics)?;
-    let inputs = Inputs::of(plan);
+) -> Result<Protocol<S>, RunError> {
     let stall = {
         let m = metrics.clone();
         Arc::new(move |stalled: bool| m.set_ready(!stalled))
     };
-    let txn = Transactions::new(txn, "checkpoint", stall, shutdown);
-    let mut protocol = Protocol::new(
-        cfg.kafka.guarantee,
-        txn,
-        plan.changelogs.clone(),
-        inputs.clone(),
-        fault(),
-        metrics,
-    );
+    let parts = Parts {
+        state,
+        guarantee: cfg.kafka.guarantee,
+        txn: Transactions::new(txn, "checkpoint", stall, shutdown),
+        changelog: plan.changelogs.clone(),
+        inputs: Inputs::of(plan),
+        fault: fault(),
+        restorer: clients::restore_consumer(&cfg.kafka)
+            .create_with_context(HelperContext("restore consumer"))?,
+    };
+    let mut protocol = Protocol::new(parts, metrics);
     protocol.start()?;
+    Ok(protocol)
+}
+
+/// What a worker runs with.
+pub struct Job<'a, S> {
+    pub cfg: &'a Config,
+    pub plan: &'a Plan,
+    pub me: &'a WorkerPlan,
+    pub state: S,
+    pub processor: &'a mut dyn Processor<S>,
+    pub metrics: &'a WorkerMetrics,
+    pub gate: &'a StartGate,
+    pub shutdown: &'a CancellationToken,
+}
+
+/// Connects the worker's clients, waits at `gate` for the other workers, then processes until
+/// `shutdown` is cancelled or a fatal error.
+pub fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunError> {
+    let Job {
+        cfg,
+        plan,
+        me,
+        metrics,
+        shutdown,
+        ..
+    } = job;
+    let (tx, rx) = mpsc::channel();
+    let consumer = clients::group_consumer(&cfg.kafka, me.instance_id.as_deref())
+        .create_with_context(JoinContext::new(tx, metrics.clone()))?;
+    let producers = producers(cfg, me, plan.changelogs.is_some(), metrics)?;
+    let output = Output::new(
+        producers.output,
+        &plan.output.topic,
+        plan.output.partitions,
+        &cfg.kafka.dlq_topic,
+    );
     let mut worker = Worker {
         cfg,
-        output: Output::new(
-            output,
-            &plan.output.topic,
-            plan.output.partitions,
-            &cfg.kafka.dlq_topic,
-        ),
+        output,
         events: rx,
-        processor,
+        processor: job.processor,
         metrics,
         shutdown,
         broadcast: broadcast(cfg, plan, metrics)?,
-        inputs,
+        inputs: Inputs::of(plan),
         assigned: HashSet::new(),
         owned: BTreeSet::new(),
-        protocol,
-        restorer: Restorer::new(
-            clients::restore_consumer(&cfg.kafka)
-                .create_with_context(HelperContext("restore consumer"))?,
-        ),
+        protocol: protocol(cfg, plan, job.state, producers.txn, metrics, shutdown)?,
         lanes: Lanes::new(consumer, PER_QUEUE),
         merge: Merge::new(2, cfg.kafka.max_task_idle_ms),
         out: Records::default(),
@@ -155,12 +174,12 @@ pub fn run_blocking(
         violations_logged: HashSet::new(),
     };
     // Cancelled while waiting: the loop stops at once, with nothing to commit.
-    gate.arrive(shutdown);
+    job.gate.arrive(shutdown);
     if shutdown.is_cancelled() {
         // Before joining the group: a stop during start-up must not rebalance the live group.
         return Ok(());
     }
-    worker.subscribe(plan, &txn_id)?;
+    worker.subscribe(plan, &producers.txn_id)?;
     let result = worker.run();
     worker.consumer().context().close();
     worker.consumer().unsubscribe();
@@ -186,7 +205,7 @@ fn broadcast(
     )))
 }
 
-impl Worker<'_> {
+impl<S> Worker<'_, S> {
     /// Joins the group: subscribes to the grouped inputs.
     fn subscribe(&mut self, plan: &Plan, txn_id: &str) -> Result<(), RunError> {
         let grouped: Vec<&str> = (plan.sources.iter())

@@ -34,7 +34,7 @@ fn time_operand(e: &Expr, inputs: &[Input; 2]) -> Result<(ColumnRef, i64)> {
 
 /// The interval condition, collected from its comparisons: `LOWER <= tl - tr <= UPPER`.
 #[derive(Debug, Default)]
-pub struct Interval {
+pub(super) struct Interval {
     /// Time columns `[left, right]`.
     pub time: [Option<String>; 2],
     pub lower_ms: Option<i64>,
@@ -101,7 +101,7 @@ impl Interval {
 
 /// The join condition's parts: key pairs `(left column, right column)` and the interval.
 #[derive(Debug, Default)]
-pub struct Condition {
+pub(super) struct Condition {
     pub keys: Vec<(String, String)>,
     pub interval: Interval,
 }
@@ -122,7 +122,7 @@ fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 }
 
 /// Splits the ON (or WHERE) condition into key equalities and one interval condition.
-pub fn condition(e: &Expr, inputs: &[Input; 2]) -> Result<Condition> {
+pub(super) fn condition(e: &Expr, inputs: &[Input; 2]) -> Result<Condition> {
     let mut parts = Vec::new();
     conjuncts(e, &mut parts);
     let mut c = Condition::default();

@@ -17,7 +17,7 @@ use super::time::interval_ms;
 
 /// A column of a table, in declared order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Column {
+pub(super) struct Column {
     pub name: String,
     /// The declared type as sqlparser prints it (`VARCHAR`, `INT`, `TIMESTAMP(3)`); `None` for a
     /// computed `PROCTIME()` column, which sidejoin does not materialise.
@@ -27,14 +27,14 @@ pub struct Column {
 
 /// One `WITH` option.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableOption {
+pub(super) struct TableOption {
     pub key: String,
     pub value: String,
     pub at: At,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table {
+pub(super) struct Table {
     pub name: String,
     pub at: At,
     pub columns: Vec<Column>,
@@ -46,15 +46,15 @@ pub struct Table {
 
 impl Table {
     /// The physical columns (what a record holds), in declared order.
-    pub fn physical(&self) -> impl Iterator<Item = &Column> {
+    pub(super) fn physical(&self) -> impl Iterator<Item = &Column> {
         self.columns.iter().filter(|c| c.ty.is_some())
     }
 
-    pub fn has_column(&self, name: &str) -> bool {
+    pub(super) fn has_column(&self, name: &str) -> bool {
         self.columns.iter().any(|c| c.name == name)
     }
 
-    pub fn option(&self, key: &str) -> Option<&TableOption> {
+    pub(super) fn option(&self, key: &str) -> Option<&TableOption> {
         self.options.iter().rev().find(|o| o.key == key)
     }
 }
@@ -85,7 +85,7 @@ fn is_word(t: &Token, word: &str) -> bool {
 }
 
 /// Parses one `CREATE TABLE` statement from its tokens (comments included).
-pub fn parse_create_table(tokens: Vec<TokenWithSpan>) -> Result<Table> {
+pub(super) fn parse_create_table(tokens: Vec<TokenWithSpan>) -> Result<Table> {
     let dialect = GenericDialect {};
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let start = here(&p);

@@ -71,10 +71,10 @@ impl fmt::Display for SqlError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, SqlError>;
+pub(super) type Result<T> = std::result::Result<T, SqlError>;
 
 /// A sqlparser error, which already names its line and column, as a `SqlError`.
-pub fn parser_error(at: At, e: sqlparser::parser::ParserError) -> SqlError {
+pub(super) fn parser_error(at: At, e: sqlparser::parser::ParserError) -> SqlError {
     let text = e.to_string();
     let text = text.strip_prefix("sql parser error: ").unwrap_or(&text);
     // sqlparser ends its messages with " at Line: L, Column: C"; that position is more precise.

@@ -10,13 +10,13 @@ use super::error::{At, Result, SqlError};
 
 /// One argument of a hint: `name` / `'name'`, or `'key' = 'value'`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HintArg {
+pub(super) enum HintArg {
     Name(String),
     Pair(String, String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hint {
+pub(super) struct Hint {
     /// Upper-cased: `OPTIONS`, `BROADCAST`, `HASH_BY_KEY`, `STATE_TTL`, …
     pub name: String,
     pub args: Vec<(HintArg, At)>,
@@ -29,7 +29,7 @@ pub struct Hint {
 
 impl Hint {
     /// The hint as written, for error messages.
-    pub fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         let args: Vec<String> = self
             .args
             .iter()
@@ -55,7 +55,7 @@ fn word_of(t: &TokenWithSpan) -> Option<String> {
 }
 
 /// Every hint comment among `tokens`, in order.
-pub fn find(tokens: &[TokenWithSpan]) -> Result<Vec<Hint>> {
+pub(super) fn find(tokens: &[TokenWithSpan]) -> Result<Vec<Hint>> {
     let mut out = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
         let Token::Whitespace(Whitespace::MultiLineComment(text)) = &t.token else {

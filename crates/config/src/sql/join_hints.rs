@@ -26,7 +26,7 @@ fn side_named(inputs: &[Input; 2], name: &str, hint: &Hint, at: At) -> Result<Si
 
 /// Applies the query's hints: join options, broadcast, repartitioning, per-side TTL, and dynamic
 /// table options (which join `extra` options of the table they follow).
-pub fn apply(
+pub(super) fn apply(
     s: &mut Settings,
     hints: &[Hint],
     inputs: &[Input; 2],

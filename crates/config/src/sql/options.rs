@@ -160,7 +160,7 @@ fn connector<'a>(t: &'a Table, allowed: &[&str]) -> Result<&'a TableOption> {
 }
 
 /// `name TYPE, name TYPE` of a table's physical columns (`SIDEJOIN_<SIDE>_COLUMNS`).
-pub fn columns_value(t: &Table) -> String {
+pub(super) fn columns_value(t: &Table) -> String {
     t.physical()
         .map(|c| format!("{} {}", c.name, c.ty.as_deref().unwrap_or("STRING")))
         .collect::<Vec<_>>()
@@ -168,7 +168,7 @@ pub fn columns_value(t: &Table) -> String {
 }
 
 /// The settings of the table read as `side`.
-pub fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
+pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
     let v = side.var();
     let conn = connector(t, &["kafka", "upsert-kafka"])?;
     let upsert = conn.value == "upsert-kafka";
@@ -229,7 +229,7 @@ pub fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
 }
 
 /// The settings of the sink table; `print` and `blackhole` sinks write no topic.
-pub fn sink(s: &mut Settings, t: &Table) -> Result<()> {
+pub(super) fn sink(s: &mut Settings, t: &Table) -> Result<()> {
     let conn = connector(t, &["kafka", "upsert-kafka", "print", "blackhole"])?;
     if conn.value == "print" || conn.value == "blackhole" {
         if let Some(o) = t.options.iter().find(|o| o.key != "connector") {

@@ -11,10 +11,10 @@ use super::time::env_duration;
 use crate::Side;
 
 /// One output column: `(side, input column, output name if given)`.
-pub type Projected = (Side, String, Option<String>);
+pub(super) type Projected = (Side, String, Option<String>);
 
 /// The SELECT list with `*` and `t.*` expanded into the tables' declared physical columns.
-pub fn projection(
+pub(super) fn projection(
     s: &Select,
     inputs: &[Input; 2],
     warnings: &mut Vec<String>,
@@ -68,7 +68,7 @@ pub fn projection(
 }
 
 /// Writes the join's settings: type, keys, interval (with the tables' watermarks) and SELECT.
-pub fn settings(
+pub(super) fn settings(
     s: &mut Settings,
     join: &Join,
     cond: &Condition,

@@ -13,13 +13,13 @@ use crate::Side;
 
 /// One input of the join: its table and the names the query may call it by.
 #[derive(Debug, Clone)]
-pub struct Input<'a> {
+pub(super) struct Input<'a> {
     pub table: &'a Table,
     pub alias: Option<String>,
 }
 
 impl Input<'_> {
-    pub fn is_called(&self, name: &str) -> bool {
+    pub(super) fn is_called(&self, name: &str) -> bool {
         match &self.alias {
             Some(a) => a == name || self.table.name == name,
             None => self.table.name == name,
@@ -28,7 +28,7 @@ impl Input<'_> {
 }
 
 /// The join found in a query: both inputs, the type and the condition, and the SELECT list.
-pub struct Join<'q, 'a> {
+pub(super) struct Join<'q, 'a> {
     pub inputs: [Input<'a>; 2],
     pub join_type: &'static str,
     pub join_at: At,
@@ -178,7 +178,7 @@ fn join_type(op: &JoinOperator) -> Option<(&'static str, Option<&JoinConstraint>
 }
 
 /// Finds the join: `FROM a [type] JOIN b ON …` or `FROM a, b WHERE …`.
-pub fn find_join<'q, 'a>(q: &'q Query, tables: &'a [Table]) -> Result<Join<'q, 'a>> {
+pub(super) fn find_join<'q, 'a>(q: &'q Query, tables: &'a [Table]) -> Result<Join<'q, 'a>> {
     let s = plain_select(q)?;
     let first_two = |from: &[TableWithJoins]| -> Result<()> {
         if let Some(extra) = from.iter().flat_map(|t| t.joins.iter()).nth(1) {
@@ -246,14 +246,14 @@ pub fn find_join<'q, 'a>(q: &'q Query, tables: &'a [Table]) -> Result<Join<'q, '
 
 /// A column reference resolved to its side.
 #[derive(Debug, Clone)]
-pub struct ColumnRef {
+pub(super) struct ColumnRef {
     pub side: Side,
     pub column: String,
 }
 
 /// Resolves `t.col` or `col` against the two inputs; an unqualified name both tables have is
 /// ambiguous (as in Flink).
-pub fn column(e: &Expr, inputs: &[Input; 2]) -> Result<ColumnRef> {
+pub(super) fn column(e: &Expr, inputs: &[Input; 2]) -> Result<ColumnRef> {
     let (qualifier, name) = match e {
         Expr::Identifier(i) => (None, i.value.clone()),
         Expr::CompoundIdentifier(parts) if parts.len() == 2 => {

@@ -18,7 +18,7 @@ fn field_ms(f: &DateTimeField) -> Option<i64> {
 }
 
 /// `INTERVAL 'n' UNIT` (SECOND, MINUTE, HOUR, DAY, MILLISECOND) → ms.
-pub fn interval_ms(expr: &Expr, at: At) -> Result<i64> {
+pub(super) fn interval_ms(expr: &Expr, at: At) -> Result<i64> {
     let bad = || {
         SqlError::new(
             at,
@@ -50,7 +50,7 @@ pub fn interval_ms(expr: &Expr, at: At) -> Result<i64> {
 
 /// A Flink duration string (`TimeUtils.parseDuration`): a whole number, optional spaces and a
 /// unit (`ms`, `s`, `sec`, `min`, `m`, `h`, `hour`, `d`, `day`, plurals); no unit means ms.
-pub fn flink_duration_ms(text: &str) -> Option<i64> {
+pub(super) fn flink_duration_ms(text: &str) -> Option<i64> {
     let t = text.trim();
     let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let n: i64 = t[..end].parse().ok()?;
@@ -67,7 +67,7 @@ pub fn flink_duration_ms(text: &str) -> Option<i64> {
 }
 
 /// Milliseconds in `SIDEJOIN_*` duration syntax: the largest unit that divides them.
-pub fn env_duration(ms: i64) -> String {
+pub(super) fn env_duration(ms: i64) -> String {
     if ms == 0 {
         return "0".to_owned();
     }

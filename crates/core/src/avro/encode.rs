@@ -9,6 +9,7 @@
 use apache_avro::schema::{InnerDecimalSchema, Names, Schema, UuidSchema};
 use serde_json::Value;
 
+use super::encode_values::{base64_of, float, minimal, mismatch, time_of_day, timestamp, unscaled};
 use super::json::MAX_DEPTH;
 
 /// Appends `value` encoded with `schema` to `out`.
@@ -41,15 +42,6 @@ fn long(v: i64, out: &mut Vec<u8>) {
 fn bytes(b: &[u8], out: &mut Vec<u8>) {
     long(b.len() as i64, out);
     out.extend_from_slice(b);
-}
-
-fn mismatch(what: &str, v: &Value) -> String {
-    let mut text = v.to_string();
-    if text.len() > 80 {
-        text.truncate(80);
-        text.push('…');
-    }
-    format!("expected {what}, found {text}")
 }
 
 impl Encoder<'_> {
@@ -255,172 +247,6 @@ impl Encoder<'_> {
     }
 }
 
-fn float(v: &Value) -> Result<f64, String> {
-    match v {
-        Value::String(s) if s == "NaN" => Ok(f64::NAN),
-        Value::String(s) if s == "Infinity" => Ok(f64::INFINITY),
-        Value::String(s) if s == "-Infinity" => Ok(f64::NEG_INFINITY),
-        _ => v.as_f64().ok_or_else(|| mismatch("a number", v)),
-    }
-}
-
-fn base64_of(v: &Value) -> Result<Vec<u8>, String> {
-    let s = v.as_str().ok_or_else(|| mismatch("a base64 string", v))?;
-    base64_decode(s).ok_or_else(|| format!("{s:?} is not base64"))
-}
-
-/// Standard base64, padding optional.
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() / 4 * 3);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.bytes().filter(|c| *c != b'=') {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = acc << 6 | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
-/// The unscaled integer of a decimal (JSON number or string) at `scale`, as decimal digits with
-/// a sign: exact (no float), refusing digits beyond the scale.
-fn unscaled(v: &Value, scale: usize) -> Result<(bool, Vec<u8>), String> {
-    let text = match v {
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        _ => return Err(mismatch("a decimal", v)),
-    };
-    let (negative, body) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.as_str()),
-    };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
-    if int.is_empty() && frac.is_empty()
-        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
-    {
-        return Err(format!("{text} is not a plain decimal number"));
-    }
-    let frac = frac.trim_end_matches('0');
-    if frac.len() > scale {
-        return Err(format!("{text} has more than {scale} fraction digits"));
-    }
-    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
-    digits.extend(std::iter::repeat_n(0, scale - frac.len()));
-    Ok((negative, digits))
-}
-
-/// Minimal big-endian two's complement bytes of a signed decimal-digit integer.
-fn minimal((negative, digits): &(bool, Vec<u8>)) -> Vec<u8> {
-    // Base-256 magnitude by multiply-and-add.
-    let mut mag: Vec<u8> = vec![0];
-    for d in digits {
-        let mut carry = u32::from(*d);
-        for b in mag.iter_mut().rev() {
-            let cur = u32::from(*b) * 10 + carry;
-            *b = cur as u8;
-            carry = cur >> 8;
-        }
-        while carry > 0 {
-            mag.insert(0, carry as u8);
-            carry >>= 8;
-        }
-    }
-    // Room for the sign bit.
-    if mag[0] & 0x80 != 0 {
-        mag.insert(0, 0);
-    }
-    if *negative {
-        for b in mag.iter_mut() {
-            *b = !*b;
-        }
-        for b in mag.iter_mut().rev() {
-            let (v, carry) = b.overflowing_add(1);
-            *b = v;
-            if !carry {
-                break;
-            }
-        }
-    }
-    while mag.len() > 1
-        && ((mag[0] == 0 && mag[1] & 0x80 == 0) || (mag[0] == 0xff && mag[1] & 0x80 != 0))
-    {
-        mag.remove(0);
-    }
-    mag
-}
-
-/// Nanoseconds since midnight of `HH:MM:SS[.f…]` (or a number of milliseconds).
-fn time_of_day(v: &Value) -> Result<i64, String> {
-    match v {
-        Value::String(s) => {
-            let t = chrono::NaiveTime::parse_from_str(s, "%H:%M:%S%.f")
-                .map_err(|_| format!("{s:?} is not a time of day (HH:MM:SS.fff)"))?;
-            let since = t.signed_duration_since(chrono::NaiveTime::MIN);
-            since
-                .num_nanoseconds()
-                .ok_or_else(|| format!("{s:?} out of range"))
-        }
-        _ => v
-            .as_i64()
-            .map(|ms| ms * 1_000_000)
-            .ok_or_else(|| mismatch("a time of day", v)),
-    }
-}
-
-/// Units of `unit_nanos` since the epoch of an RFC 3339 / `YYYY-MM-DD HH:MM:SS` text (no zone:
-/// UTC), or of an integer taken as already in those units.
-fn timestamp(v: &Value, unit_nanos: i64) -> Result<i64, String> {
-    match v {
-        Value::String(s) => {
-            let nanos =
-                timestamp_nanos(s).ok_or_else(|| format!("{s:?} is not an RFC 3339 timestamp"))?;
-            Ok(nanos.div_euclid(unit_nanos))
-        }
-        _ => v.as_i64().ok_or_else(|| mismatch("a timestamp", v)),
-    }
-}
-
-/// Nanoseconds since the epoch of a timestamp text (no zone: UTC, as `format::parse_time`).
-fn timestamp_nanos(s: &str) -> Option<i64> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return t.timestamp_nanos_opt();
-    }
-    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
-        .iter()
-        .find_map(|f| chrono::NaiveDateTime::parse_from_str(s, f).ok())
-        .and_then(|t| t.and_utc().timestamp_nanos_opt())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decimals_are_minimal_twos_complement() {
-        let b = |v: Value, scale| minimal(&unscaled(&v, scale).unwrap());
-        assert_eq!(b(serde_json::json!(-123.45), 2), vec![0xcf, 0xc7]);
-        assert_eq!(b(serde_json::json!(1.23), 3), vec![0x04, 0xce]);
-        assert_eq!(b(serde_json::json!(128), 0), vec![0x00, 0x80]);
-        assert_eq!(b(serde_json::json!(-128), 0), vec![0x80]);
-        assert_eq!(b(serde_json::json!(0), 2), vec![0x00]);
-        assert!(unscaled(&serde_json::json!(1.234), 2).is_err());
-    }
-
-    #[test]
-    fn base64_round_trips() {
-        for b in [&b""[..], b"\xff\x00", b"\x01\x02\x03\x04", b"abcde"] {
-            assert_eq!(base64_decode(&super::super::json::base64(b)).unwrap(), b);
-        }
-    }
-}
+#[path = "encode_tests.rs"]
+mod tests;

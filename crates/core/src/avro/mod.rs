@@ -4,5 +4,7 @@
 //! registry and the Confluent framing are the runtime's (`sidejoin`'s `avro` module).
 
 pub mod encode;
+mod encode_values;
 pub mod json;
+mod json_values;
 pub mod schema;

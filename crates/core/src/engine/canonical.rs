@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::column::Column;
-use crate::row::scan::Kind;
+use crate::row::scan::JsonKind;
 use crate::row::value::{numeric_of, Numeric};
 use crate::row::{Json, Row};
 
@@ -64,19 +64,19 @@ fn put_numeric(out: &mut Vec<u8>, n: Numeric) {
 /// Appends the canonical encoding of the value `v` (compact JSON text).
 pub fn encode_value(v: Json<'_>, out: &mut Vec<u8>) {
     match v.kind() {
-        Kind::Null => out.push(NULL),
-        Kind::Bool => out.push(if v.as_bool() == Some(true) {
+        JsonKind::Null => out.push(NULL),
+        JsonKind::Bool => out.push(if v.as_bool() == Some(true) {
             TRUE
         } else {
             FALSE
         }),
-        Kind::Number => put_numeric(out, v.numeric().unwrap_or(Numeric::Float(f64::NAN))),
-        Kind::String => {
+        JsonKind::Number => put_numeric(out, v.numeric().unwrap_or(Numeric::Float(f64::NAN))),
+        JsonKind::String => {
             out.push(STRING);
             let text = v.as_str().unwrap_or_default();
             put_bytes(out, text.as_bytes());
         }
-        Kind::Array | Kind::Object => encode_tree(&v.to_value(), out),
+        JsonKind::Array | JsonKind::Object => encode_tree(&v.to_value(), out),
     }
 }
 

@@ -8,6 +8,7 @@
 //! time, passed in by the caller) after it arrived; the row stays until final and a later match
 //! is still emitted. The pending max-wait deadlines live in memory only.
 
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
@@ -19,8 +20,10 @@ use crate::stats::{Stats, UnmatchedReason};
 use super::canonical::encode_key;
 use super::layout;
 use super::plan::JoinPlan;
-use super::state::{JoinState, StateValue, TimedRow};
+use super::state::{JoinState, StateError, StateValue, TimedRow};
 use super::watermark::Watermarks;
+
+mod restart;
 
 /// An unmatched outer row waiting for `SIDEJOIN_MAX_WAIT`.
 #[derive(Debug, Clone)]
@@ -109,61 +112,22 @@ impl IntervalJoin {
         i128::from(w) > bound + i128::from(self.spec.allowed_lateness_ms)
     }
 
-    fn next_seq<S: JoinState + ?Sized>(&mut self, state: &mut S, partition: Partition) -> u64 {
-        let mut group = Vec::new();
-        layout::meta_group(&mut group, partition);
-        let last = self.seq.entry(partition).or_insert_with(|| {
-            state
-                .get(&group, layout::INTERVAL_SEQ)
-                .and_then(|v| v.as_i64())
-                .map_or(0, |seq| seq as u64)
-        });
-        *last += 1;
-        *last
-    }
-
-    /// Writes what restarting needs beyond the rows: each partition's largest times seen and
-    /// last arrival sequence number (kept in memory between checkpoints).
-    pub fn checkpoint<S: JoinState + ?Sized>(&self, state: &mut S) {
-        let mut group = Vec::new();
-        for ((side, partition), time) in self.marks.max_times() {
-            layout::meta_group(&mut group, partition);
-            state.put(
-                &group,
-                layout::max_time_item(side),
-                StateValue::Bytes(time.to_be_bytes().to_vec()),
-            );
-        }
-        for (partition, seq) in &self.seq {
-            layout::meta_group(&mut group, *partition);
-            state.put(
-                &group,
-                layout::INTERVAL_SEQ,
-                StateValue::Bytes(seq.to_be_bytes().to_vec()),
-            );
-        }
-    }
-
-    /// Reads back a partition's largest times seen (after a restart or a move).
-    pub fn restore_partition<S: JoinState + ?Sized>(
+    fn next_seq<S: JoinState + ?Sized>(
         &mut self,
         state: &mut S,
         partition: Partition,
-        now: i64,
-    ) {
-        let mut group = Vec::new();
-        layout::meta_group(&mut group, partition);
-        for side in Side::BOTH {
-            let time = state
-                .get(&group, layout::max_time_item(side))
-                .and_then(|v| v.as_i64());
-            if let Some(t) = time {
-                self.marks.observe(side, partition, Some(t), now);
+    ) -> Result<u64, StateError> {
+        let last = match self.seq.entry(partition) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let mut group = Vec::new();
+                layout::meta_group(&mut group, partition);
+                let stored = state.get(&group, layout::INTERVAL_SEQ)?;
+                e.insert(stored.and_then(|v| v.as_i64()).map_or(0, |seq| seq as u64))
             }
-        }
-        self.seq.remove(&partition);
-        self.evicted_to.retain(|(_, p), _| *p != partition);
-        self.due_from.retain(|(_, p), _| *p != partition);
+        };
+        *last += 1;
+        Ok(*last)
     }
 
     /// Processes one record: joins its row with the other side's cached rows, caches it unless
@@ -173,11 +137,11 @@ impl IntervalJoin {
         state: &mut S,
         input: Input,
         out: &mut Vec<JoinedChange>,
-    ) {
+    ) -> Result<(), StateError> {
         let now = input.processing_time;
         let time = match (input.event, input.time) {
             (Some(Event::Change(Kind::Insert, row)), Some(t)) => {
-                self.arrive(state, input.side, input.partition, row, t, now, out);
+                self.arrive(state, input.side, input.partition, row, t, now, out)?;
                 Some(t)
             }
             // Configuration admits only insert-only inputs; anything else carries no row.
@@ -185,8 +149,9 @@ impl IntervalJoin {
         };
         self.marks.observe(input.side, input.partition, time, now);
         if self.marks.advance(now) {
-            self.evict(state, out);
+            self.evict(state, out)?;
         }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -199,7 +164,7 @@ impl IntervalJoin {
         t: i64,
         now: i64,
         out: &mut Vec<JoinedChange>,
-    ) {
+    ) -> Result<(), StateError> {
         let sp = self.plan.side(side);
         let outer = sp.outer;
         let mut join_key = Vec::with_capacity(16);
@@ -208,7 +173,7 @@ impl IntervalJoin {
         let matched = if has_null && !self.plan.null_keys_match {
             false
         } else {
-            self.join_cached(state, side, partition, &join_key, &row, t, out)
+            self.join_cached(state, side, partition, &join_key, &row, t, out)?
         };
         if late {
             self.stats.late_records[side.index()] += 1;
@@ -216,9 +181,9 @@ impl IntervalJoin {
                 emit(out, side, &row, None);
                 self.stats.unmatched(side, UnmatchedReason::Late);
             }
-            return;
+            return Ok(());
         }
-        let item = layout::interval_item(t, self.next_seq(state, partition));
+        let item = layout::interval_item(t, self.next_seq(state, partition)?);
         let mut group = Vec::new();
         layout::interval_rows_group(&mut group, partition, side, &join_key);
         state.put(
@@ -245,6 +210,7 @@ impl IntervalJoin {
                 item,
             });
         }
+        Ok(())
     }
 
     /// Joins a new row of `side` with the cached rows of the other side in its time range;
@@ -259,7 +225,7 @@ impl IntervalJoin {
         row: &Row,
         t: i64,
         out: &mut Vec<JoinedChange>,
-    ) -> bool {
+    ) -> Result<bool, StateError> {
         let (lower, upper) = (self.spec.lower_ms, self.spec.upper_ms);
         // tr + LOWER <= tl <= tr + UPPER, solved for the other side's time.
         let (lo, hi) = match side {
@@ -279,7 +245,7 @@ impl IntervalJoin {
                 true
             }
             _ => false,
-        });
+        })?;
         let matched = !found.is_empty();
         for (item, mut entry) in found {
             emit(out, side, row, Some(&entry.row));
@@ -292,12 +258,16 @@ impl IntervalJoin {
                 state.put(&group, &item, StateValue::Timed(entry));
             }
         }
-        matched
+        Ok(matched)
     }
 
     /// Removes every cached row that W made final, padding unmatched outer rows, in ascending
     /// row time, left before right at equal times, then in arrival order.
-    fn evict<S: JoinState + ?Sized>(&mut self, state: &mut S, out: &mut Vec<JoinedChange>) {
+    fn evict<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        out: &mut Vec<JoinedChange>,
+    ) -> Result<(), StateError> {
         let w = self.marks.current();
         let mut due: Vec<Final> = Vec::new();
         let mut group = Vec::new();
@@ -337,7 +307,7 @@ impl IntervalJoin {
                         });
                         true
                     },
-                );
+                )?;
                 // Rows arrive final or are stored: none is stored below what was evicted.
                 if let Some(t) = last {
                     self.evicted_to.insert((side, partition), t);
@@ -348,7 +318,7 @@ impl IntervalJoin {
         due.sort_by_key(|f| (f.time, f.side, f.seq));
         for f in due {
             layout::interval_rows_group(&mut group, f.partition, f.side, &f.join_key);
-            if let Some(entry) = state.get(&group, &f.item).and_then(StateValue::into_timed) {
+            if let Some(entry) = state.get(&group, &f.item)?.and_then(StateValue::into_timed) {
                 if self.plan.side(f.side).outer && !entry.matched && !entry.padded {
                     emit(out, f.side, &entry.row, None);
                     self.stats.unmatched(f.side, UnmatchedReason::Watermark);
@@ -359,6 +329,7 @@ impl IntervalJoin {
             state.delete(&group, &f.item);
             self.stats.rows(f.partition, f.side, -1);
         }
+        Ok(())
     }
 
     /// Processing time moved to `now`: pads rows whose `SIDEJOIN_MAX_WAIT` ran out, and lets W
@@ -368,14 +339,14 @@ impl IntervalJoin {
         state: &mut S,
         now: i64,
         out: &mut Vec<JoinedChange>,
-    ) {
+    ) -> Result<(), StateError> {
         let mut group = Vec::new();
         while self.waiting.front().is_some_and(|w| w.due <= now) {
             let Some(w) = self.waiting.pop_front() else {
                 break;
             };
             layout::interval_rows_group(&mut group, w.partition, w.side, &w.join_key);
-            let Some(mut entry) = state.get(&group, &w.item).and_then(StateValue::into_timed)
+            let Some(mut entry) = state.get(&group, &w.item)?.and_then(StateValue::into_timed)
             else {
                 continue;
             };
@@ -388,13 +359,18 @@ impl IntervalJoin {
             state.put(&group, &w.item, StateValue::Timed(entry));
         }
         if self.marks.advance(now) {
-            self.evict(state, out);
+            self.evict(state, out)?;
         }
+        Ok(())
     }
 
     /// End of a finite input: W becomes +∞ and every cached row is final.
-    pub fn flush<S: JoinState + ?Sized>(&mut self, state: &mut S, out: &mut Vec<JoinedChange>) {
+    pub fn flush<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        out: &mut Vec<JoinedChange>,
+    ) -> Result<(), StateError> {
         self.marks.finish();
-        self.evict(state, out);
+        self.evict(state, out)
     }
 }

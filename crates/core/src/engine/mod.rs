@@ -11,6 +11,7 @@ pub mod interval;
 pub mod layout;
 pub mod memory;
 pub mod normalize;
+pub mod output_key;
 pub mod plan;
 pub mod project;
 pub mod regular;
@@ -26,7 +27,7 @@ use crate::stats::Stats;
 use interval::IntervalJoin;
 use plan::JoinPlan;
 use regular::RegularJoin;
-use state::StateValue;
+use state::{StateError, StateValue};
 
 pub use memory::MemoryState;
 pub use state::JoinState;
@@ -110,10 +111,10 @@ impl Engine {
         state: &mut S,
         partition: Partition,
         now: i64,
-    ) {
+    ) -> Result<(), StateError> {
         let mut group = Vec::new();
         layout::meta_group(&mut group, partition);
-        let counts = state.get(&group, layout::ROW_COUNTS).and_then(|v| {
+        let counts = state.get(&group, layout::ROW_COUNTS)?.and_then(|v| {
             let b = v.as_bytes()?;
             Some([
                 i64::from_be_bytes(b.get(..8)?.try_into().ok()?),
@@ -146,7 +147,7 @@ impl Engine {
         state: &mut S,
         input: Input,
         out: &mut Vec<JoinedChange>,
-    ) {
+    ) -> Result<(), StateError> {
         match self {
             Engine::Regular(j) => j.process(state, input, out),
             Engine::Interval(j) => j.process(state, input, out),
@@ -159,16 +160,22 @@ impl Engine {
         state: &mut S,
         now: i64,
         out: &mut Vec<JoinedChange>,
-    ) {
-        if let Engine::Interval(j) = self {
-            j.tick(state, now, out);
+    ) -> Result<(), StateError> {
+        match self {
+            Engine::Interval(j) => j.tick(state, now, out),
+            Engine::Regular(_) => Ok(()),
         }
     }
 
     /// End of a finite input (replay): the interval join emits what is still waiting.
-    pub fn flush<S: JoinState + ?Sized>(&mut self, state: &mut S, out: &mut Vec<JoinedChange>) {
-        if let Engine::Interval(j) = self {
-            j.flush(state, out);
+    pub fn flush<S: JoinState + ?Sized>(
+        &mut self,
+        state: &mut S,
+        out: &mut Vec<JoinedChange>,
+    ) -> Result<(), StateError> {
+        match self {
+            Engine::Interval(j) => j.flush(state, out),
+            Engine::Regular(_) => Ok(()),
         }
     }
 }

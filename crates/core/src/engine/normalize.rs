@@ -11,7 +11,7 @@ use crate::stats::DropReason;
 
 use super::canonical::rows_equal;
 use super::plan::SidePlan;
-use super::state::JoinState;
+use super::state::{JoinState, StateError};
 use super::table::{Keys, Slot, Table};
 
 /// One unit of work for the join.
@@ -36,9 +36,9 @@ fn upsert<S: JoinState + ?Sized>(
     kind: Kind,
     row: Row,
     steps: &mut Vec<Step>,
-) {
+) -> Result<(), StateError> {
     let keys = t.keys(plan, &row);
-    match t.find_by_pk(plan, &keys) {
+    match t.find_by_pk(plan, &keys)? {
         None => steps.push(Step::Accumulate { kind, row, keys }),
         Some(old) if rows_equal(&old.entry.row, &row) => {
             drop_event(t, plan, DropReason::IdenticalUpdate)
@@ -49,6 +49,7 @@ fn upsert<S: JoinState + ?Sized>(
             keys,
         }),
     }
+    Ok(())
 }
 
 /// Delete of the row stored under the primary key of `row` on a primary-key side.
@@ -58,12 +59,13 @@ fn delete_key<S: JoinState + ?Sized>(
     kind: Kind,
     row: &Row,
     steps: &mut Vec<Step>,
-) {
+) -> Result<(), StateError> {
     let keys = t.keys(plan, row);
-    match t.find_by_pk(plan, &keys) {
+    match t.find_by_pk(plan, &keys)? {
         Some(slot) => steps.push(Step::Retract { kind, slot }),
         None => drop_event(t, plan, DropReason::UnknownKey),
     }
+    Ok(())
 }
 
 fn normalize_pk<S: JoinState + ?Sized>(
@@ -71,23 +73,23 @@ fn normalize_pk<S: JoinState + ?Sized>(
     plan: &SidePlan,
     event: Event,
     steps: &mut Vec<Step>,
-) {
+) -> Result<(), StateError> {
     let pk = plan.primary_key.as_deref().unwrap_or_default();
     match event {
-        Event::Change(kind, row) if kind.is_accumulate() => upsert(t, plan, kind, row, steps),
-        Event::Upsert(row) => upsert(t, plan, Kind::Insert, row, steps),
-        Event::Change(kind, row) => delete_key(t, plan, kind, &row, steps),
-        Event::DeleteKey(row) => delete_key(t, plan, Kind::Delete, &row, steps),
+        Event::Change(kind, row) if kind.is_accumulate() => upsert(t, plan, kind, row, steps)?,
+        Event::Upsert(row) => upsert(t, plan, Kind::Insert, row, steps)?,
+        Event::Change(kind, row) => delete_key(t, plan, kind, &row, steps)?,
+        Event::DeleteKey(row) => delete_key(t, plan, Kind::Delete, &row, steps)?,
         Event::Update { before, after } => match before {
             // A `u` that changes the primary key: delete of the old key, insert of the new.
             Some(b) if !super::canonical::keys_equal(&b, pk, &after, pk) => {
-                delete_key(t, plan, Kind::Delete, &b, steps);
-                upsert(t, plan, Kind::Insert, after, steps);
+                delete_key(t, plan, Kind::Delete, &b, steps)?;
+                upsert(t, plan, Kind::Insert, after, steps)?;
             }
             // The stored row is the old row, whatever `before` says.
             _ => {
                 let keys = t.keys(plan, &after);
-                match t.find_by_pk(plan, &keys) {
+                match t.find_by_pk(plan, &keys)? {
                     None => {
                         drop_event(t, plan, DropReason::UnknownKey);
                         steps.push(Step::Accumulate {
@@ -108,6 +110,7 @@ fn normalize_pk<S: JoinState + ?Sized>(
             }
         },
     }
+    Ok(())
 }
 
 /// The stored copy equal to `row` (multiset sides).
@@ -115,7 +118,7 @@ fn find_copy<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     plan: &SidePlan,
     row: &Row,
-) -> Option<Slot> {
+) -> Result<Option<Slot>, StateError> {
     let keys = t.keys(plan, row);
     t.find_copy(plan, &keys)
 }
@@ -125,19 +128,22 @@ fn normalize_multiset<S: JoinState + ?Sized>(
     plan: &SidePlan,
     event: Event,
     steps: &mut Vec<Step>,
-) {
+) -> Result<(), StateError> {
     let accumulate = |t: &mut Table<'_, S>, kind: Kind, row: Row| {
         let keys = t.keys(plan, &row);
         Step::Accumulate { kind, row, keys }
     };
     match event {
         Event::Change(kind, row) if kind.is_accumulate() => steps.push(accumulate(t, kind, row)),
-        Event::Change(kind, row) => match find_copy(t, plan, &row) {
+        Event::Change(kind, row) => match find_copy(t, plan, &row)? {
             Some(slot) => steps.push(Step::Retract { kind, slot }),
             None => drop_event(t, plan, DropReason::NotInState),
         },
         Event::Update { before, after } => {
-            let old = before.as_ref().and_then(|b| find_copy(t, plan, b));
+            let old = match &before {
+                Some(b) => find_copy(t, plan, b)?,
+                None => None,
+            };
             match old {
                 None => {
                     drop_event(t, plan, DropReason::NotInState);
@@ -158,7 +164,7 @@ fn normalize_multiset<S: JoinState + ?Sized>(
         }
         // Configuration guarantees upsert formats only on primary-key sides; treat defensively.
         Event::Upsert(row) => steps.push(accumulate(t, Kind::Insert, row)),
-        Event::DeleteKey(row) => match find_copy(t, plan, &row) {
+        Event::DeleteKey(row) => match find_copy(t, plan, &row)? {
             Some(slot) => steps.push(Step::Retract {
                 kind: Kind::Delete,
                 slot,
@@ -166,6 +172,7 @@ fn normalize_multiset<S: JoinState + ?Sized>(
             None => drop_event(t, plan, DropReason::NotInState),
         },
     }
+    Ok(())
 }
 
 /// Turns one event of `plan`'s side into join steps, appended to `steps`.
@@ -174,7 +181,7 @@ pub fn normalize<S: JoinState + ?Sized>(
     plan: &SidePlan,
     event: Event,
     steps: &mut Vec<Step>,
-) {
+) -> Result<(), StateError> {
     if plan.primary_key.is_some() {
         normalize_pk(t, plan, event, steps)
     } else {

@@ -15,7 +15,7 @@ use crate::stats::Stats;
 use super::canonical::{has_null, rows_equal, rows_equal_on};
 use super::normalize::Step;
 use super::plan::{JoinPlan, SidePlan, UsedColumns};
-use super::state::{JoinState, RowEntry, StateValue};
+use super::state::{JoinState, RowEntry, StateError, StateValue};
 use super::table::{Keys, Slot, Table};
 
 /// Reusable buffers for one join.
@@ -43,13 +43,13 @@ fn find_matches<S: JoinState + ?Sized>(
     join_key: &[u8],
     has_null: bool,
     scratch: &mut Scratch,
-) -> u32 {
+) -> Result<u32, StateError> {
     scratch.matches.clear();
     if has_null && !plan.null_keys_match {
-        return 0;
+        return Ok(0);
     }
-    t.rows_of(plan.side(other), join_key, &mut scratch.matches);
-    scratch.matches.iter().map(|m| m.entry.copies).sum()
+    t.rows_of(plan.side(other), join_key, &mut scratch.matches)?;
+    Ok(scratch.matches.iter().map(|m| m.entry.copies).sum())
 }
 
 fn is_duplicate(used: &UsedColumns, a: &Row, b: &Row) -> bool {
@@ -70,21 +70,21 @@ pub fn accumulate<S: JoinState + ?Sized>(
     keys: Keys,
     scratch: &mut Scratch,
     out: &mut Vec<JoinedChange>,
-) {
+) -> Result<(), StateError> {
     let sp = plan.side(side);
     let op = plan.side(side.other());
     if let (Some(used), None) = (&sp.dedup, &sp.primary_key) {
-        t.rows_of(sp, &keys.join, &mut scratch.own);
+        t.rows_of(sp, &keys.join, &mut scratch.own)?;
         if scratch
             .own
             .iter()
             .any(|s| is_duplicate(used, &s.entry.row, &row))
         {
             t.stats.dedup_dropped[side.index()] += 1;
-            return;
+            return Ok(());
         }
     }
-    let total = find_matches(t, plan, side.other(), &keys.join, keys.has_null, scratch);
+    let total = find_matches(t, plan, side.other(), &keys.join, keys.has_null, scratch)?;
     if sp.outer && total == 0 {
         emit(out, Kind::Insert, side, &row, None);
     }
@@ -116,7 +116,7 @@ pub fn accumulate<S: JoinState + ?Sized>(
         }
     }
     t.stats.matches += u64::from(total);
-    t.add_copy(sp, &keys, row, total);
+    t.add_copy(sp, &keys, row, total)
 }
 
 /// `-U`/`-D` of the stored row in `slot` on side S.
@@ -128,13 +128,13 @@ pub fn retract<S: JoinState + ?Sized>(
     slot: Slot,
     scratch: &mut Scratch,
     out: &mut Vec<JoinedChange>,
-) {
+) -> Result<(), StateError> {
     let sp = plan.side(side);
     let op = plan.side(side.other());
     t.remove_copy(sp, &slot);
     let row = &slot.entry.row;
     let null = has_null(&slot.join_key);
-    let total = find_matches(t, plan, side.other(), &slot.join_key, null, scratch);
+    let total = find_matches(t, plan, side.other(), &slot.join_key, null, scratch)?;
     if sp.outer && total == 0 {
         emit(out, Kind::Delete, side, row, None);
     }
@@ -155,6 +155,7 @@ pub fn retract<S: JoinState + ?Sized>(
             t.set_matches(op, m, m.entry.matches.saturating_sub(1));
         }
     }
+    Ok(())
 }
 
 /// Replaces the stored `old` row by `new` (state keys `keys`) under the same join key, keeping
@@ -166,7 +167,7 @@ fn replace<S: JoinState + ?Sized>(
     new: Row,
     keys: &Keys,
     stamp: i64,
-) {
+) -> Result<(), StateError> {
     if sp.primary_key.is_some() {
         let entry = RowEntry {
             row: new,
@@ -175,13 +176,14 @@ fn replace<S: JoinState + ?Sized>(
             stamp,
         };
         t.write(sp, &old.join_key, &old.item, entry, Some(old.entry.stamp));
-        return;
+        return Ok(());
     }
     t.remove_copy(sp, old);
     let saved = t.now;
     t.now = stamp;
-    t.add_copy(sp, keys, new, old.entry.matches);
+    let added = t.add_copy(sp, keys, new, old.entry.matches);
     t.now = saved;
+    added
 }
 
 /// `-U old`, `+U new` on side S (SPEC §3.2).
@@ -195,23 +197,21 @@ pub fn update<S: JoinState + ?Sized>(
     keys: Keys,
     scratch: &mut Scratch,
     out: &mut Vec<JoinedChange>,
-) {
+) -> Result<(), StateError> {
     let sp = plan.side(side);
     // Canonical encodings are equal exactly when the values are (null to null included).
     if old.join_key != keys.join {
-        retract(t, plan, side, Kind::UpdateBefore, old, scratch, out);
-        accumulate(t, plan, side, Kind::UpdateAfter, new, keys, scratch, out);
-        return;
+        retract(t, plan, side, Kind::UpdateBefore, old, scratch, out)?;
+        return accumulate(t, plan, side, Kind::UpdateAfter, new, keys, scratch, out);
     }
     if let Some(used) = &sp.dedup {
         if is_duplicate(used, &old.entry.row, &new) {
             // Nothing the query uses changed: replace silently, refreshing nothing (SPEC §3.4).
             t.stats.dedup_dropped[side.index()] += 1;
-            replace(t, sp, &old, new, &keys, old.entry.stamp);
-            return;
+            return replace(t, sp, &old, new, &keys, old.entry.stamp);
         }
     }
-    let total = find_matches(t, plan, side.other(), &old.join_key, keys.has_null, scratch);
+    let total = find_matches(t, plan, side.other(), &old.join_key, keys.has_null, scratch)?;
     let before = &old.entry.row;
     if sp.outer && total == 0 {
         emit(out, Kind::UpdateBefore, side, before, None);
@@ -225,7 +225,7 @@ pub fn update<S: JoinState + ?Sized>(
     }
     t.stats.matches += u64::from(total);
     let now = t.now;
-    replace(t, sp, &old, new, &keys, now);
+    replace(t, sp, &old, new, &keys, now)
 }
 
 /// Runs one normalised step.
@@ -236,7 +236,7 @@ pub fn apply<S: JoinState + ?Sized>(
     step: Step,
     scratch: &mut Scratch,
     out: &mut Vec<JoinedChange>,
-) {
+) -> Result<(), StateError> {
     match step {
         Step::Accumulate { kind, row, keys } => {
             accumulate(t, plan, side, kind, row, keys, scratch, out)
@@ -302,17 +302,16 @@ impl RegularJoin {
         &mut self,
         state: &mut S,
         partition: Partition,
-    ) {
+    ) -> Result<(), StateError> {
         let mut group = Vec::new();
         super::layout::meta_group(&mut group, partition);
-        match state
-            .get(&group, super::layout::STREAM_TIME)
-            .and_then(|v| v.as_bytes().and_then(super::layout::time_from_bytes))
-        {
+        let stored = state.get(&group, super::layout::STREAM_TIME)?;
+        match stored.and_then(|v| v.as_bytes().and_then(super::layout::time_from_bytes)) {
             Some(t) => self.stream_time.insert(partition, t),
             None => self.stream_time.remove(&partition),
         };
         self.ttl_floor.retain(|(p, _), _| *p != partition);
+        Ok(())
     }
 
     /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
@@ -332,29 +331,30 @@ impl RegularJoin {
         state: &mut S,
         input: Input,
         out: &mut Vec<JoinedChange>,
-    ) {
+    ) -> Result<(), StateError> {
         let now = self.advance(input.partition, input.timestamp);
         let mut t = Table::new(state, input.partition, now, &mut self.stats);
         for side in &self.plan.sides {
             let key = (input.partition, side.side);
             let mut floor = self.ttl_floor.get(&key).copied();
-            super::ttl::expire(&mut t, side, &mut floor);
+            super::ttl::expire(&mut t, side, &mut floor)?;
             if let Some(f) = floor {
                 self.ttl_floor.insert(key, f);
             }
         }
         let Some(event) = input.event else {
-            return;
+            return Ok(());
         };
         let from = out.len();
         let sp = self.plan.side(input.side);
         self.steps.clear();
-        super::normalize::normalize(&mut t, sp, event, &mut self.steps);
+        super::normalize::normalize(&mut t, sp, event, &mut self.steps)?;
         for step in self.steps.drain(..) {
-            apply(&mut t, &self.plan, input.side, step, &mut self.scratch, out);
+            apply(&mut t, &self.plan, input.side, step, &mut self.scratch, out)?;
         }
         if !self.allow_generated_retracts {
             super::filter::drop_generated(out, from, &mut self.stats);
         }
+        Ok(())
     }
 }

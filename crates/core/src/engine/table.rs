@@ -13,7 +13,7 @@ use crate::stats::Stats;
 use super::canonical::{encode_key, encode_row, encoded_len};
 use super::layout;
 use super::plan::SidePlan;
-use super::state::{JoinState, RowEntry, StateValue};
+use super::state::{JoinState, RowEntry, StateError, StateValue};
 
 /// An encoded key (join key, primary key, row item); short ones need no allocation.
 pub type KeyBuf = SmallVec<[u8; 32]>;
@@ -90,51 +90,69 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
         }
     }
 
-    fn get(&mut self, side: Side, join_key: &[u8], item: &[u8]) -> Option<RowEntry> {
+    fn get(
+        &mut self,
+        side: Side,
+        join_key: &[u8],
+        item: &[u8],
+    ) -> Result<Option<RowEntry>, StateError> {
         layout::rows_group(&mut self.group, self.partition, side, join_key);
-        self.state.get(&self.group, item)?.into_row()
+        Ok(self
+            .state
+            .get(&self.group, item)?
+            .and_then(StateValue::into_row))
     }
 
     /// The stored row with the primary key of `keys` (primary-key sides).
-    pub fn find_by_pk(&mut self, plan: &SidePlan, keys: &Keys) -> Option<Slot> {
+    pub fn find_by_pk(&mut self, plan: &SidePlan, keys: &Keys) -> Result<Option<Slot>, StateError> {
         let join_key = if plan.key_in_pk {
             keys.join.clone()
         } else {
             layout::pk_group(&mut self.aux, self.partition, plan.side, &keys.item);
-            KeyBuf::from_slice(self.state.get(&self.aux, &[])?.as_bytes()?)
+            match self.state.get(&self.aux, &[])? {
+                Some(StateValue::Bytes(b)) => KeyBuf::from_slice(&b),
+                _ => return Ok(None),
+            }
         };
-        let entry = self.get(plan.side, &join_key, &keys.item)?;
-        Some(Slot {
+        let Some(entry) = self.get(plan.side, &join_key, &keys.item)? else {
+            return Ok(None);
+        };
+        Ok(Some(Slot {
             join_key,
             item: keys.item.clone(),
             entry,
-        })
+        }))
     }
 
     /// A stored copy equal to the row of `keys` (multiset sides).
-    pub fn find_copy(&mut self, plan: &SidePlan, keys: &Keys) -> Option<Slot> {
+    pub fn find_copy(&mut self, plan: &SidePlan, keys: &Keys) -> Result<Option<Slot>, StateError> {
         let entry = self.get(plan.side, &keys.join, &keys.item)?;
-        Some(Slot {
+        Ok(entry.map(|entry| Slot {
             join_key: keys.join.clone(),
             item: keys.item.clone(),
             entry,
-        })
+        }))
     }
 
     /// Every stored row of `plan`'s side under `join_key`, in item order: one point lookup when
     /// the side's primary key is its join key, a scan of the group otherwise.
-    pub fn rows_of(&mut self, plan: &SidePlan, join_key: &[u8], out: &mut Vec<Slot>) {
+    pub fn rows_of(
+        &mut self,
+        plan: &SidePlan,
+        join_key: &[u8],
+        out: &mut Vec<Slot>,
+    ) -> Result<(), StateError> {
         out.clear();
         if let (Some(_), Some(order)) = (&plan.primary_key, &plan.pk_from_key) {
             let item = item_from_join_key(join_key, order);
-            if let Some(entry) = self.get(plan.side, join_key, &item) {
+            if let Some(entry) = self.get(plan.side, join_key, &item)? {
                 out.push(Slot {
                     join_key: KeyBuf::from_slice(join_key),
                     item,
                     entry,
                 });
             }
-            return;
+            return Ok(());
         }
         layout::rows_group(&mut self.group, self.partition, plan.side, join_key);
         self.state.scan(&self.group, &mut |item, value| {
@@ -146,7 +164,7 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
                 });
             }
             true
-        });
+        })
     }
 
     /// Stores `entry` under `(join_key, item)`. `old_stamp` is the stamp of what was stored there
@@ -181,8 +199,13 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
     /// Rewrites a stored entry with a new match count, stamped now (a write in the sense of
     /// SPEC §3.5).
     pub fn set_matches(&mut self, plan: &SidePlan, slot: &Slot, matches: u32) {
+        self.rewrite(plan, slot, |e| e.matches = matches);
+    }
+
+    /// Writes `slot`'s entry again, as `change` makes it, stamped now.
+    fn rewrite(&mut self, plan: &SidePlan, slot: &Slot, change: impl FnOnce(&mut RowEntry)) {
         let mut entry = slot.entry.clone();
-        entry.matches = matches;
+        change(&mut entry);
         entry.stamp = self.now;
         self.write(
             plan,
@@ -212,12 +235,21 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
     ///
     /// On a primary-key side the key is known to be absent (normalisation turned an insert of a
     /// present key into an update), so nothing is read first.
-    pub fn add_copy(&mut self, plan: &SidePlan, keys: &Keys, row: Row, matches: u32) {
+    pub fn add_copy(
+        &mut self,
+        plan: &SidePlan,
+        keys: &Keys,
+        row: Row,
+        matches: u32,
+    ) -> Result<(), StateError> {
         let existing = if plan.primary_key.is_some() {
-            debug_assert!(self.get(plan.side, &keys.join, &keys.item).is_none());
+            debug_assert!(matches!(
+                self.get(plan.side, &keys.join, &keys.item),
+                Ok(None)
+            ));
             None
         } else {
-            self.get(plan.side, &keys.join, &keys.item)
+            self.get(plan.side, &keys.join, &keys.item)?
         };
         let (entry, old_stamp) = match existing {
             Some(e) => (
@@ -241,21 +273,13 @@ impl<'a, S: JoinState + ?Sized> Table<'a, S> {
         };
         self.write(plan, &keys.join, &keys.item, entry, old_stamp);
         self.stats.rows(self.partition, plan.side, 1);
+        Ok(())
     }
 
     /// Removes one copy of a stored row.
     pub fn remove_copy(&mut self, plan: &SidePlan, slot: &Slot) {
         if slot.entry.copies > 1 {
-            let mut entry = slot.entry.clone();
-            entry.copies -= 1;
-            entry.stamp = self.now;
-            self.write(
-                plan,
-                &slot.join_key,
-                &slot.item,
-                entry,
-                Some(slot.entry.stamp),
-            );
+            self.rewrite(plan, slot, |e| e.copies -= 1);
         } else {
             self.remove(plan, &slot.join_key, &slot.item, slot.entry.stamp);
         }

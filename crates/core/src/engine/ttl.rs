@@ -7,7 +7,7 @@
 
 use super::layout;
 use super::plan::SidePlan;
-use super::state::{JoinState, StateValue};
+use super::state::{JoinState, StateError, StateValue};
 use super::table::Table;
 
 /// Removes the rows of `plan`'s side that expired at the table's stream time. `floor` is a
@@ -16,16 +16,16 @@ pub fn expire<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     plan: &SidePlan,
     floor: &mut Option<i64>,
-) {
+) -> Result<(), StateError> {
     if plan.ttl_ms <= 0 {
-        return;
+        return Ok(());
     }
     // Expired when now - stamp > ttl, i.e. stamp < now - ttl.
     let Some(cutoff) = t.now.checked_sub(plan.ttl_ms) else {
-        return;
+        return Ok(());
     };
     if floor.is_some_and(|f| f >= cutoff) {
-        return;
+        return Ok(());
     }
     let mut group = Vec::new();
     layout::ttl_group(&mut group, t.partition, plan.side);
@@ -43,7 +43,7 @@ pub fn expire<S: JoinState + ?Sized>(
                 false
             }
             None => false,
-        });
+        })?;
     *floor = Some(first_live);
     for item in due {
         let Some((stamp, join_key, row_item)) = layout::split_ttl_item(&item, plan.key.len())
@@ -52,7 +52,7 @@ pub fn expire<S: JoinState + ?Sized>(
         };
         let mut rows = Vec::new();
         layout::rows_group(&mut rows, t.partition, plan.side, join_key);
-        let copies = match t.state.get(&rows, row_item) {
+        let copies = match t.state.get(&rows, row_item)? {
             Some(StateValue::Row(e)) => e.copies,
             _ => 0,
         };
@@ -61,4 +61,5 @@ pub fn expire<S: JoinState + ?Sized>(
         t.stats.rows(t.partition, plan.side, -i64::from(copies));
         t.stats.state_expired[i] += u64::from(copies);
     }
+    Ok(())
 }

@@ -80,7 +80,7 @@ fn field_json(
     Ok(())
 }
 
-pub fn decode(spec: &CsvSpec, value: Option<&[u8]>) -> Result<Option<Event>, DecodeError> {
+pub(super) fn decode(spec: &CsvSpec, value: Option<&[u8]>) -> Result<Option<Event>, DecodeError> {
     let Some(bytes) = value else {
         return Ok(None);
     };

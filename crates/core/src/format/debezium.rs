@@ -5,7 +5,9 @@
 
 use super::{described, member, scan_json, DecodeError};
 use crate::change::{Event, Kind, Row};
-use crate::row::scan::{self, Kind as JsonKind};
+use smallvec::SmallVec;
+
+use crate::row::scan::{self, JsonKind, Member};
 use crate::row::Json;
 
 fn field(v: Option<Json<'_>>, name: &str) -> Result<Option<Row>, DecodeError> {
@@ -20,14 +22,16 @@ fn field(v: Option<Json<'_>>, name: &str) -> Result<Option<Row>, DecodeError> {
     }
 }
 
-pub fn decode(has_primary_key: bool, value: Option<&[u8]>) -> Result<Option<Event>, DecodeError> {
-    let Some(bytes) = value else {
-        return Ok(None);
-    };
+/// An envelope's top-level members.
+type Members = SmallVec<[Member; 16]>;
+
+/// The envelope's text and top-level members, unwrapped from `{schema, payload}` when it is
+/// wrapped; `None` for a tombstone (a null value or payload).
+fn envelope(bytes: &[u8]) -> Result<Option<(&[u8], Members)>, DecodeError> {
     let scanned = scan_json(bytes, "the record value")?;
-    let (mut text, mut members) = match scanned.kind {
+    let members = match scanned.kind {
         JsonKind::Null => return Ok(None),
-        JsonKind::Object => (bytes, scanned.members),
+        JsonKind::Object => scanned.members,
         other => {
             return Err(DecodeError::new(format!(
                 "the record value is not a Debezium envelope (found {})",
@@ -35,38 +39,50 @@ pub fn decode(has_primary_key: bool, value: Option<&[u8]>) -> Result<Option<Even
             )))
         }
     };
-    if let (Some(_), Some(payload)) = (
-        member(text, &members, "schema"),
-        member(text, &members, "payload"),
-    ) {
-        match payload.kind() {
-            JsonKind::Null => return Ok(None),
-            JsonKind::Object => {
-                text = payload.as_bytes();
-                members = scan::members(text).0;
-            }
-            other => {
-                return Err(DecodeError::new(format!(
-                    "Debezium `payload` is {}, expected an object",
-                    other.described()
-                )))
-            }
-        }
-    }
-    let op = match member(text, &members, "op") {
-        Some(v) if v.kind() == JsonKind::String => v.as_str().unwrap_or_default().into_owned(),
-        Some(v) => {
-            return Err(DecodeError::new(format!(
-                "Debezium `op` is {}, expected a string",
-                described(v)
-            )))
-        }
-        None => {
-            return Err(DecodeError::new(
-                "the record value is not a Debezium envelope: it has no `op`",
-            ))
-        }
+    let (Some(_), Some(payload)) = (
+        member(bytes, &members, "schema"),
+        member(bytes, &members, "payload"),
+    ) else {
+        return Ok(Some((bytes, members)));
     };
+    match payload.kind() {
+        JsonKind::Null => Ok(None),
+        JsonKind::Object => {
+            let text = payload.as_bytes();
+            Ok(Some((text, scan::members(text).0)))
+        }
+        other => Err(DecodeError::new(format!(
+            "Debezium `payload` is {}, expected an object",
+            other.described()
+        ))),
+    }
+}
+
+/// The envelope's `op`.
+fn op(text: &[u8], members: &[Member]) -> Result<String, DecodeError> {
+    match member(text, members, "op") {
+        Some(v) if v.kind() == JsonKind::String => Ok(v.as_str().unwrap_or_default().into_owned()),
+        Some(v) => Err(DecodeError::new(format!(
+            "Debezium `op` is {}, expected a string",
+            described(v)
+        ))),
+        None => Err(DecodeError::new(
+            "the record value is not a Debezium envelope: it has no `op`",
+        )),
+    }
+}
+
+pub(super) fn decode(
+    has_primary_key: bool,
+    value: Option<&[u8]>,
+) -> Result<Option<Event>, DecodeError> {
+    let Some(bytes) = value else {
+        return Ok(None);
+    };
+    let Some((text, members)) = envelope(bytes)? else {
+        return Ok(None);
+    };
+    let op = op(text, &members)?;
     let before = field(member(text, &members, "before"), "before")?;
     let after = field(member(text, &members, "after"), "after")?;
     let need = |row: Option<Row>, name: &str| {

@@ -17,7 +17,7 @@ pub use time::parse_time;
 use crate::change::Event;
 use crate::config::{CsvSpec, Envelope, SideSpec};
 use crate::engine::column::Column;
-use crate::row::scan::{self, Kind, Member, Scanned};
+use crate::row::scan::{self, JsonKind, Member, Scanned};
 use crate::row::{escape_name, Json};
 
 /// Why a record could not be decoded; the message names what was wrong.
@@ -133,7 +133,7 @@ fn described(v: Json<'_>) -> &'static str {
 }
 
 /// The error for a value that should be an object.
-fn not_an_object(what: &str, kind: Kind) -> DecodeError {
+fn not_an_object(what: &str, kind: JsonKind) -> DecodeError {
     DecodeError::new(format!(
         "{what} is not a JSON object (found {})",
         kind.described()

@@ -6,7 +6,7 @@
 use chrono::{DateTime, NaiveDateTime};
 
 use super::DecodeError;
-use crate::row::scan::Kind;
+use crate::row::scan::JsonKind;
 use crate::row::Json;
 
 fn parse_string(s: &str) -> Option<i64> {
@@ -30,7 +30,7 @@ pub fn parse_time(value: Option<Json<'_>>, column: &str) -> Result<i64, DecodeEr
         return Err(bad("is missing".into()));
     };
     match v.kind() {
-        Kind::Number => v
+        JsonKind::Number => v
             .as_i64()
             .or_else(|| {
                 v.as_f64()
@@ -38,7 +38,7 @@ pub fn parse_time(value: Option<Json<'_>>, column: &str) -> Result<i64, DecodeEr
                     .map(|f| f.floor() as i64)
             })
             .ok_or_else(|| bad(format!("holds {v:?}, out of range"))),
-        Kind::String => {
+        JsonKind::String => {
             let s = v.as_str().unwrap_or_default();
             parse_string(s.trim()).ok_or_else(|| bad(format!("holds {s:?}")))
         }

@@ -5,7 +5,7 @@
 use super::{not_an_object, scan_json, DecodeError};
 use crate::change::{Event, Row};
 use crate::engine::column::Column;
-use crate::row::scan::{self, Kind};
+use crate::row::scan::{self, JsonKind};
 use crate::row::RowBuilder;
 
 fn names(pk: &[Column]) -> String {
@@ -30,8 +30,8 @@ fn key_row(pk: &[Column], key: Option<&[u8]>) -> Result<Option<Row>, DecodeError
         }
     };
     match scanned.kind {
-        Kind::Null => Ok(None),
-        Kind::Object => {
+        JsonKind::Null => Ok(None),
+        JsonKind::Object => {
             let key = Row::from_scanned(bytes, &scanned.members, scanned.compact);
             let missing: Vec<&str> = pk
                 .iter()
@@ -51,7 +51,7 @@ fn key_row(pk: &[Column], key: Option<&[u8]>) -> Result<Option<Row>, DecodeError
             }
             Ok(Some(b.finish()))
         }
-        Kind::String | Kind::Number | Kind::Bool if pk.len() == 1 => {
+        JsonKind::String | JsonKind::Number | JsonKind::Bool if pk.len() == 1 => {
             let mut b = RowBuilder::new();
             b.set_raw(pk[0].escaped(), bytes.trim_ascii());
             Ok(Some(b.finish()))
@@ -69,7 +69,7 @@ fn key_row(pk: &[Column], key: Option<&[u8]>) -> Result<Option<Row>, DecodeError
     }
 }
 
-pub fn decode(
+pub(super) fn decode(
     pk: &[Column],
     key: Option<&[u8]>,
     value: Option<&[u8]>,
@@ -80,8 +80,10 @@ pub fn decode(
         Some(bytes) => {
             let scanned = scan_json(bytes, "the record value")?;
             match scanned.kind {
-                Kind::Null => None,
-                Kind::Object => Some(Row::from_scanned(bytes, &scanned.members, scanned.compact)),
+                JsonKind::Null => None,
+                JsonKind::Object => {
+                    Some(Row::from_scanned(bytes, &scanned.members, scanned.compact))
+                }
                 other => return Err(not_an_object("the record value", other)),
             }
         }

@@ -16,6 +16,7 @@
 //! text puts it between `,"` (or `{"`) and `":`. Small rows thus cost their text plus about
 //! 2 bytes per column and 27 bytes in all.
 
+mod builder;
 pub mod scan;
 pub mod shape;
 pub mod value;
@@ -24,7 +25,8 @@ use std::cell::RefCell;
 
 use triomphe::ThinArc;
 
-pub use scan::{Kind, SyntaxError};
+pub use builder::RowBuilder;
+pub use scan::{JsonKind, SyntaxError};
 pub use value::Json;
 
 /// Why bytes are not a row.
@@ -33,7 +35,7 @@ pub enum RowError {
     #[error("is not valid JSON: {0}")]
     Syntax(#[from] SyntaxError),
     #[error("is not a JSON object (found {})", .0.described())]
-    NotObject(Kind),
+    NotObject(JsonKind),
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -101,7 +103,7 @@ impl Row {
     /// Validates `input` as a JSON object and makes it a row.
     pub fn parse(input: &[u8]) -> Result<Row, RowError> {
         let scanned = scan::scan(input)?;
-        if scanned.kind != Kind::Object {
+        if scanned.kind != JsonKind::Object {
             return Err(RowError::NotObject(scanned.kind));
         }
         Ok(Row::from_scanned(input, &scanned.members, scanned.compact))
@@ -348,144 +350,6 @@ impl std::fmt::Debug for Row {
     }
 }
 
-/// Builds a row column by column; a name set twice keeps its first position and its last
-/// value.
-pub struct RowBuilder {
-    columns: Vec<(Vec<u8>, Vec<u8>)>,
-}
-
-impl Default for RowBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl RowBuilder {
-    pub fn new() -> Self {
-        RowBuilder {
-            columns: Vec::new(),
-        }
-    }
-
-    /// Starts from the columns of `row`.
-    pub fn from_row(row: &Row) -> Self {
-        RowBuilder {
-            columns: row
-                .columns()
-                .map(|(n, v)| (n.to_vec(), v.as_bytes().to_vec()))
-                .collect(),
-        }
-    }
-
-    /// Sets column `name` (escaped form) to the valid JSON `value` (whitespace is removed).
-    pub fn set_raw(&mut self, name: &[u8], value: &[u8]) {
-        let mut compact = Vec::with_capacity(value.len());
-        scan::compact_into(value, &mut compact);
-        match self.columns.iter_mut().find(|(n, _)| n == name) {
-            Some(c) => c.1 = compact,
-            None => self.columns.push((name.to_vec(), compact)),
-        }
-    }
-
-    /// Sets column `name` unless the row has it already.
-    pub fn set_if_absent(&mut self, name: &[u8], value: &[u8]) {
-        if !self.columns.iter().any(|(n, _)| n == name) {
-            self.set_raw(name, value);
-        }
-    }
-
-    pub fn finish(self) -> Row {
-        let size: usize = self
-            .columns
-            .iter()
-            .map(|(n, v)| n.len() + v.len() + 4)
-            .sum();
-        let mut json = Vec::with_capacity(size + 2);
-        let mut spans: smallvec::SmallVec<[(usize, usize); 16]> = smallvec::SmallVec::new();
-        json.push(b'{');
-        for (i, (name, value)) in self.columns.iter().enumerate() {
-            if i > 0 {
-                json.push(b',');
-            }
-            json.push(b'"');
-            json.extend_from_slice(name);
-            json.extend_from_slice(b"\":");
-            let start = json.len();
-            json.extend_from_slice(value);
-            spans.push((start, json.len()));
-        }
-        json.push(b'}');
-        seal(&json, &spans, shape::intern(names(&json, &spans)).id)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn names(r: &Row) -> Vec<String> {
-        r.columns()
-            .map(|(n, _)| String::from_utf8(n.to_vec()).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn compact_objects_are_kept_as_they_are() {
-        let text = br#"{"id":1.50,"name":"x y","tags":[1, 2]}"#;
-        let r = Row::parse(text).unwrap();
-        // Not compact (a space inside the array): rewritten without it.
-        assert_eq!(r.json(), br#"{"id":1.50,"name":"x y","tags":[1,2]}"#);
-        let r2 = Row::parse(r.json()).unwrap();
-        assert_eq!(r2.json(), r.json());
-        assert_eq!(r.get(b"id").unwrap().as_bytes(), b"1.50");
-        assert_eq!(r.get(b"name").unwrap().as_str().unwrap(), "x y");
-        assert_eq!(r.get(b"tags").unwrap().as_bytes(), b"[1,2]");
-        assert!(r.get(b"missing").is_none());
-        assert_eq!(names(&r), ["id", "name", "tags"]);
-        assert_eq!(Row::from_compact(r.json()), r);
-    }
-
-    #[test]
-    fn whitespace_escapes_and_duplicates_are_normalised() {
-        let r = Row::parse(b" { \"a\" : 1 , \"\\u0062\" : \"\\u0063\", \"a\": 2 } ").unwrap();
-        assert_eq!(r.json(), br#"{"a":2,"b":"\u0063"}"#);
-        assert_eq!(r.get(b"b").unwrap().as_str().unwrap(), "c");
-        let r = Row::parse(br#"{"q\"uote":1}"#).unwrap();
-        assert_eq!(names(&r), ["q\\\"uote"]);
-    }
-
-    #[test]
-    fn non_objects_and_bad_json_are_errors() {
-        assert_eq!(
-            Row::parse(b"\"x\"").unwrap_err().to_string(),
-            "is not a JSON object (found a string)"
-        );
-        assert!(Row::parse(b"{\"a\":}")
-            .unwrap_err()
-            .to_string()
-            .starts_with("is not valid JSON: expected value"));
-    }
-
-    #[test]
-    fn large_rows_use_wide_offsets() {
-        let big = "x".repeat(70_000);
-        let r = Row::from_value(&json!({"a": big, "b": 2})).unwrap();
-        assert_eq!(r.get(b"b").unwrap().as_bytes(), b"2");
-        assert_eq!(r.get(b"a").unwrap().as_bytes().len(), 70_002);
-        assert_eq!(Row::from_compact(r.json()), r);
-    }
-
-    #[test]
-    fn builder_sets_and_replaces_columns() {
-        let base = Row::parse(br#"{"v":1}"#).unwrap();
-        let mut b = RowBuilder::from_row(&base);
-        b.set_if_absent(b"id", b"7");
-        b.set_if_absent(b"v", b"9");
-        b.set_raw(b"w", b"[1, 2]");
-        let r = b.finish();
-        assert_eq!(r.json(), br#"{"v":1,"id":7,"w":[1,2]}"#);
-        assert_eq!(Row::empty().json(), b"{}");
-        assert_eq!(Row::empty().width(), 0);
-    }
-}
+#[path = "row_tests.rs"]
+mod tests;

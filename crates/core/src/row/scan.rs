@@ -9,6 +9,11 @@
 
 use smallvec::SmallVec;
 
+mod kind;
+mod validated;
+pub use kind::JsonKind;
+pub use validated::{compact_into, members, skip_string, skip_value};
+
 /// Nesting deeper than this is refused, as serde_json does.
 const MAX_DEPTH: u32 = 128;
 
@@ -24,46 +29,9 @@ pub struct Member {
 /// the text is compact.
 #[derive(Debug, Clone)]
 pub struct Scanned {
-    pub kind: Kind,
+    pub kind: JsonKind,
     pub members: SmallVec<[Member; 16]>,
     pub compact: bool,
-}
-
-/// The type of a JSON value, from its first byte.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Null,
-    Bool,
-    Number,
-    String,
-    Array,
-    Object,
-}
-
-impl Kind {
-    /// The kind of the valid JSON value starting with `first`.
-    pub fn of(first: u8) -> Kind {
-        match first {
-            b'n' => Kind::Null,
-            b't' | b'f' => Kind::Bool,
-            b'"' => Kind::String,
-            b'[' => Kind::Array,
-            b'{' => Kind::Object,
-            _ => Kind::Number,
-        }
-    }
-
-    /// "a string", "an object", …: for error messages.
-    pub fn described(self) -> &'static str {
-        match self {
-            Kind::Null => "null",
-            Kind::Bool => "a boolean",
-            Kind::Number => "a number",
-            Kind::String => "a string",
-            Kind::Array => "an array",
-            Kind::Object => "an object",
-        }
-    }
 }
 
 /// Invalid JSON: what was wrong and where (1-based line and column, as serde_json reports).
@@ -135,16 +103,16 @@ impl Scanner<'_> {
         }
     }
 
-    fn top(&mut self, members: &mut SmallVec<[Member; 16]>) -> Res<Kind> {
+    fn top(&mut self, members: &mut SmallVec<[Member; 16]>) -> Res<JsonKind> {
         self.ws();
         let kind = match self.peek() {
             Some(b'{') => {
                 self.object(Some(members))?;
-                Kind::Object
+                JsonKind::Object
             }
             Some(c) => {
                 self.value()?;
-                Kind::of(c)
+                JsonKind::of(c)
             }
             None => return Err((self.i, "EOF while parsing a value")),
         };
@@ -414,242 +382,6 @@ impl Scanner<'_> {
     }
 }
 
-/// The end of the valid JSON value starting at `at` in `b` (no whitespace inside when `b` is
-/// compact; whitespace is skipped otherwise).
-pub fn skip_value(b: &[u8], at: usize) -> usize {
-    match b.get(at) {
-        Some(b'"') => skip_string(b, at),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut i = at;
-            while i < b.len() {
-                match b[i] {
-                    b'"' => {
-                        i = skip_string(b, i);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return i + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-            b.len()
-        }
-        _ => {
-            let mut i = at;
-            while i < b.len() && !matches!(b[i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
-            {
-                i += 1;
-            }
-            i
-        }
-    }
-}
-
-/// The members of the valid JSON object text `b` (already checked by `scan`, possibly with
-/// whitespace), and whether it is compact in the sense of `Scanned::compact`.
-pub fn members(b: &[u8]) -> (SmallVec<[Member; 16]>, bool) {
-    let mut out = SmallVec::new();
-    let mut compact = true;
-    let ws = |i: &mut usize, compact: &mut bool| {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(*i) {
-            *i += 1;
-            *compact = false;
-        }
-    };
-    let mut i = 0;
-    ws(&mut i, &mut compact);
-    i += 1; // `{`
-    loop {
-        ws(&mut i, &mut compact);
-        if b.get(i) != Some(&b'"') {
-            break;
-        }
-        let name_end = skip_string(b, i);
-        let name = (i + 1, name_end - 1);
-        let name_escaped = b[name.0..name.1].contains(&b'\\');
-        compact &= !name_escaped;
-        i = name_end;
-        ws(&mut i, &mut compact);
-        i += 1; // `:`
-        ws(&mut i, &mut compact);
-        let end = skip_value(b, i);
-        if matches!(b[i], b'[' | b'{') && has_whitespace(&b[i..end]) {
-            compact = false;
-        }
-        out.push(Member {
-            name,
-            name_escaped,
-            value: (i, end),
-        });
-        i = end;
-        ws(&mut i, &mut compact);
-        if b.get(i) == Some(&b',') {
-            i += 1;
-        }
-    }
-    (out, compact)
-}
-
-/// Whether valid JSON text has whitespace between tokens.
-fn has_whitespace(b: &[u8]) -> bool {
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' => i = skip_string(b, i),
-            b' ' | b'\n' | b'\r' | b'\t' => return true,
-            _ => i += 1,
-        }
-    }
-    false
-}
-
-/// The end of the valid string whose opening quote is at `at`.
-pub fn skip_string(b: &[u8], at: usize) -> usize {
-    let mut i = at + 1;
-    while i < b.len() {
-        match b[i] {
-            b'"' => return i + 1,
-            b'\\' => i += 2,
-            _ => i += 1,
-        }
-    }
-    b.len()
-}
-
-/// Copies the valid JSON `value` to `out` without whitespace between tokens.
-pub fn compact_into(value: &[u8], out: &mut Vec<u8>) {
-    let mut i = 0;
-    while i < value.len() {
-        match value[i] {
-            b' ' | b'\n' | b'\r' | b'\t' => i += 1,
-            b'"' => {
-                let end = skip_string(value, i);
-                out.extend_from_slice(&value[i..end]);
-                i = end;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ok(s: &str) -> Scanned {
-        scan(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e}"))
-    }
-
-    fn err(s: &str) -> String {
-        match scan(s.as_bytes()) {
-            Ok(_) => panic!("{s} was accepted"),
-            Err(e) => e.to_string(),
-        }
-    }
-
-    #[test]
-    fn objects_report_their_members() {
-        let s = ok(r#"{"a":1,"b":"x","c":{"d":[1,2]}}"#);
-        assert_eq!(s.kind, Kind::Object);
-        assert!(s.compact);
-        let text = br#"{"a":1,"b":"x","c":{"d":[1,2]}}"#;
-        let names: Vec<&[u8]> = s
-            .members
-            .iter()
-            .map(|m| &text[m.name.0..m.name.1])
-            .collect();
-        assert_eq!(names, [&b"a"[..], b"b", b"c"]);
-        let values: Vec<&[u8]> = s
-            .members
-            .iter()
-            .map(|m| &text[m.value.0..m.value.1])
-            .collect();
-        assert_eq!(values, [&b"1"[..], b"\"x\"", br#"{"d":[1,2]}"#]);
-        assert!(!ok(r#"{ "a": 1 }"#).compact);
-        assert!(!ok(r#"{"\u0061":1}"#).compact);
-        assert!(
-            ok(r#"{"a":"x y"}"#).compact,
-            "spaces inside strings are content"
-        );
-    }
-
-    #[test]
-    fn other_values_are_valid_too() {
-        for (s, kind) in [
-            ("null", Kind::Null),
-            (" true ", Kind::Bool),
-            ("-0.5e+3", Kind::Number),
-            (r#""é\n\ud83d\ude00""#, Kind::String),
-            ("[1,[2,{}]]", Kind::Array),
-        ] {
-            assert_eq!(ok(s).kind, kind, "{s}");
-        }
-    }
-
-    #[test]
-    fn invalid_json_is_located() {
-        assert_eq!(err(""), "EOF while parsing a value at line 1 column 1");
-        assert_eq!(err("{\n\"a\" 1}"), "expected `:` at line 2 column 5");
-        for s in [
-            "{\"a\":1,}",
-            "[1,]",
-            "01",
-            "1.",
-            ".5",
-            "+1",
-            "1e",
-            "nul",
-            "\"a",
-            "\"\\x\"",
-            "\"\u{1}\"",
-            "\"\\udc00\"",
-            "\"\\ud800\"",
-            "{1:2}",
-            "1 2",
-            "1e400",
-        ] {
-            err(s);
-        }
-        assert!(scan(b"\"\xff\"").is_err());
-        let deep = "[".repeat(129) + &"]".repeat(129);
-        assert!(err(&deep).contains("recursion limit"));
-        let ok_deep = "[".repeat(128) + &"]".repeat(128);
-        ok(&ok_deep);
-    }
-
-    #[test]
-    fn members_of_valid_objects() {
-        let text = br#" { "a" : [1, 2], "b":{"c":1}, "\u0064": 3 } "#;
-        let (m, compact) = members(text);
-        assert!(!compact);
-        assert_eq!(m.len(), 3);
-        assert_eq!(&text[m[0].value.0..m[0].value.1], b"[1, 2]");
-        assert!(m[2].name_escaped);
-        let (m, compact) = members(br#"{"a":[1,2],"b":"x y"}"#);
-        assert!(compact);
-        assert_eq!(m, scan(br#"{"a":[1,2],"b":"x y"}"#).unwrap().members);
-        assert!(!members(br#"{"a":[1, 2]}"#).1);
-        assert!(members(b"{}").0.is_empty());
-    }
-
-    #[test]
-    fn values_are_skipped_and_compacted() {
-        let text = br#"{"a": [1, {"b": "x, }"}], "c": 2}"#;
-        assert_eq!(skip_value(text, 6), 24);
-        let mut out = Vec::new();
-        compact_into(text, &mut out);
-        assert_eq!(out, br#"{"a":[1,{"b":"x, }"}],"c":2}"#);
-        assert_eq!(skip_value(br#""a\"b",1"#, 0), 6);
-        assert_eq!(skip_value(b"-1.5e3,", 0), 6);
-    }
-}
+#[path = "scan_tests.rs"]
+mod tests;

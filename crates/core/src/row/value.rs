@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::scan::Kind;
+use super::scan::JsonKind;
 
 /// A valid, compact JSON value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,8 +49,8 @@ impl<'a> Json<'a> {
         self.0
     }
 
-    pub fn kind(&self) -> Kind {
-        Kind::of(self.0.first().copied().unwrap_or(b'n'))
+    pub fn kind(&self) -> JsonKind {
+        JsonKind::of(self.0.first().copied().unwrap_or(b'n'))
     }
 
     pub fn is_null(&self) -> bool {
@@ -60,7 +60,7 @@ impl<'a> Json<'a> {
     /// The number this value holds, read as serde_json reads it: integer text as `i64` or `u64`
     /// when it fits, anything else as a double.
     pub fn numeric(&self) -> Option<Numeric> {
-        if self.kind() != Kind::Number {
+        if self.kind() != JsonKind::Number {
             return None;
         }
         if let Some(i) = small_integer(self.0) {
@@ -105,7 +105,7 @@ impl<'a> Json<'a> {
 
     /// The text of a string value, unescaped (borrowed when it has no escapes).
     pub fn as_str(&self) -> Option<Cow<'a, str>> {
-        if self.kind() != Kind::String || self.0.len() < 2 {
+        if self.kind() != JsonKind::String || self.0.len() < 2 {
             return None;
         }
         let inner = &self.0[1..self.0.len() - 1];
@@ -129,18 +129,18 @@ impl<'a> Json<'a> {
         }
         match (self.kind(), other.kind()) {
             // JSON integers have one spelling per value (no leading zeros), but for `-0`.
-            (Kind::Number, Kind::Number)
+            (JsonKind::Number, JsonKind::Number)
                 if is_plain_integer(self.0) && is_plain_integer(other.0) =>
             {
                 false
             }
-            (Kind::Number, Kind::Number) => self.numeric() == other.numeric(),
-            (Kind::String, Kind::String) => {
+            (JsonKind::Number, JsonKind::Number) => self.numeric() == other.numeric(),
+            (JsonKind::String, JsonKind::String) => {
                 // Equal bytes were handled above; only escapes can make different text equal.
                 (self.0.contains(&b'\\') || other.0.contains(&b'\\'))
                     && self.as_str() == other.as_str()
             }
-            (Kind::Array, Kind::Array) | (Kind::Object, Kind::Object) => {
+            (JsonKind::Array, JsonKind::Array) | (JsonKind::Object, JsonKind::Object) => {
                 values_equal(&self.to_value(), &other.to_value())
             }
             _ => false,

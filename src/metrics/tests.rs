@@ -1,0 +1,58 @@
+use super::*;
+
+#[test]
+fn counters_follow_stats_and_render() {
+    let m = Arc::new(Metrics::new(1)).worker(0);
+    let mut s = Stats {
+        records_in: [3, 1],
+        state_rows: [2, 0],
+        ..Default::default()
+    };
+    s.input_dropped(Side::Right, DropReason::Tombstone);
+    m.observe_stats(&s);
+    s.records_in[0] = 5;
+    m.observe_stats(&s);
+    let text = m.render();
+    assert!(
+        text.contains("sidejoin_records_in_total{side=\"left\"} 5"),
+        "{text}"
+    );
+    assert!(text.contains("sidejoin_state_rows{side=\"left\"} 2"));
+    assert!(text.contains("sidejoin_input_dropped_total{reason=\"tombstone\",side=\"right\"} 1"));
+    assert!(text.contains("sidejoin_end_to_end_latency_seconds_bucket"));
+}
+
+#[test]
+fn workers_add_up() {
+    let shared = Arc::new(Metrics::new(2));
+    let (a, b) = (shared.worker(0), shared.worker(1));
+    let stats = |records_in, rows| Stats {
+        records_in: [records_in, 0],
+        state_rows: [rows, 0],
+        ..Default::default()
+    };
+    a.observe_stats(&stats(3, 2));
+    b.observe_stats(&stats(4, 5));
+    a.observe_stats(&stats(6, 1));
+    a.set_watermark(Side::Left, 20);
+    b.set_watermark(Side::Left, 10);
+    let text = shared.render();
+    assert!(
+        text.contains("sidejoin_records_in_total{side=\"left\"} 10"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sidejoin_state_rows{side=\"left\"} 6"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sidejoin_watermark_ms{side=\"left\"} 10"),
+        "{text}"
+    );
+    a.set_ready(true);
+    assert!(!shared.is_ready(), "one worker is not ready yet");
+    b.set_ready(true);
+    assert!(shared.is_ready());
+    b.set_brokers_up(0);
+    assert!(!shared.is_ready(), "a worker reaches no broker");
+}

@@ -1,0 +1,66 @@
+//! `sidejoin check` with SQL prints the equivalent `SIDEJOIN_*` variables; replaying with those
+//! variables instead of the SQL gives the same output on the same input (issue 14, acceptance
+//! 2), for every golden fixture that has a `job.sql`.
+
+use crate::common::fixtures::{self, Fixture};
+
+/// The `NAME='value'` lines `check` printed, unquoted.
+fn printed_variables(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("equivalent variables"))
+        .skip(1)
+        .take_while(|l| l.starts_with("SIDEJOIN_") || l.starts_with("# SIDEJOIN_"))
+        .filter(|l| l.starts_with("SIDEJOIN_"))
+        .map(|l| {
+            let (k, v) = l.split_once('=').expect("NAME=value");
+            let v = v
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .unwrap_or_else(|| panic!("not single-quoted: {l}"));
+            (k.to_owned(), v.replace("'\\''", "'"))
+        })
+        .collect()
+}
+
+fn check_output(f: &Fixture) -> String {
+    let out = crate::common::bin::sidejoin("check", f.env.iter().cloned())
+        .output()
+        .expect("run sidejoin check");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn variables_printed_by_check_replay_like_the_sql() {
+    let with_sql: Vec<Fixture> = fixtures::all()
+        .into_iter()
+        .filter(|f| f.dir.join("job.sql").exists())
+        .collect();
+    assert!(with_sql.len() >= 7, "SQL fixtures not found");
+    // Each check tries the SQL's (absent) broker for a few seconds: run them side by side.
+    let checks: Vec<_> = with_sql
+        .iter()
+        .cloned()
+        .map(|f| std::thread::spawn(move || check_output(&f)))
+        .collect();
+    for (f, check) in with_sql.into_iter().zip(checks) {
+        let vars = printed_variables(&check.join().unwrap());
+        assert!(
+            vars.iter().any(|(k, _)| k == "SIDEJOIN_LEFT_KEY"),
+            "{}: check printed no join variables",
+            f.name
+        );
+        let mut plain = f.clone();
+        plain.env.retain(|(k, _)| k != "SIDEJOIN_SQL_FILE");
+        plain.env.extend(vars);
+        let by_sql = fixtures::run_binary(&f);
+        let by_vars = fixtures::run_binary(&plain);
+        assert_eq!(by_vars.exit, by_sql.exit, "{}: exit codes differ", f.name);
+        assert_eq!(
+            by_vars.stdout, by_sql.stdout,
+            "{}: the printed variables replay differently from the SQL",
+            f.name
+        );
+        fixtures::check(&plain, &by_vars).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+    }
+}
