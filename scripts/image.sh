@@ -95,10 +95,17 @@ EOT
 
 cmd_build() {
   cmd_base
+  exec 6>"$TOOLS/podman/.lock"
+  flock 6
+  # An interrupted build leaves buildah's working containers (each a full copy with vfs).
+  local stale
+  mapfile -t stale < <("${P[@]}" ps -a --external -q)
+  ((${#stale[@]} == 0)) || "${P[@]}" rm -f "${stale[@]}" >/dev/null
   log "podman build of the Dockerfile -> $IMAGE"
   local t0=$SECONDS
   nice -n 15 "${P[@]}" build --isolation chroot --pull=never --layers -t "$IMAGE" -f Dockerfile . >&2
   log "built $IMAGE in $((SECONDS - t0)) s"
+  exec 6>&-
 }
 
 # A Kafka CLI class (the broker's own jars, scripts/kafka.sh fetch) against the broker of $work/kafka.
