@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/image.sh - builds the container image from the unchanged Dockerfile with podman and runs
-# its binary, without Docker and without pulling anything (README "Container image"). Run it
+# its binary, without Docker and without pulling anything (docs/src/operations/kubernetes.md#checks-before-resolving). Run it
 # before resolving a change to the Dockerfile, Cargo.toml or Cargo.lock; not part of .ci/run
 # (a cold build compiles RocksDB and librdkafka once more: ~20-30 min on 2 cores).
 #

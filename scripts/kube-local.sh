@@ -2,7 +2,7 @@
 # scripts/kube-local.sh - installs the Helm chart on a real Kubernetes control plane on loopback
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok's fake node; no
 # container runtime: kwok marks the pods Running) and checks what the chart promises. Run before
-# resolving a change to helm/ (README "Deploy on Kubernetes"); not part of .ci/run.
+# resolving a change to helm/ (docs/src/operations/kubernetes.md#checks-before-resolving); not part of .ci/run.
 #
 #   scripts/kube-local.sh build    build the binaries once from Go modules (~10 min on 2 cores,
 #                                  3 GB peak) into $SIDEJOIN_TOOLS_HOME/kube-<version>
