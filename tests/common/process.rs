@@ -21,18 +21,21 @@ impl Sidejoin {
     pub fn start(subcommand: &str, env: &[(String, String)]) -> Sidejoin {
         let log = std::env::temp_dir().join(format!("{}.log", unique("sidejoin-test")));
         let file = std::fs::File::create(&log).unwrap();
-        let child = super::bin::sidejoin(subcommand, env.iter().cloned())
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env(
-                "RUST_LOG",
+        // The defaults first: `env` may override any of them.
+        let defaults = [
+            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
+            (
+                "RUST_LOG".to_owned(),
                 std::env::var("TEST_SIDEJOIN_LOG").unwrap_or_else(|_| "info".into()),
-            )
-            .env("SIDEJOIN_HTTP_ADDR", "127.0.0.1:0")
-            .envs(env.iter().cloned())
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .unwrap();
+            ),
+            ("SIDEJOIN_HTTP_ADDR".to_owned(), "127.0.0.1:0".to_owned()),
+        ];
+        let child =
+            super::bin::sidejoin(subcommand, defaults.into_iter().chain(env.iter().cloned()))
+                .stdout(Stdio::null())
+                .stderr(file)
+                .spawn()
+                .unwrap();
         Sidejoin {
             child,
             log,
