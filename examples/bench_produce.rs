@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 
 fn main() {
@@ -33,45 +33,14 @@ fn main() {
         - n as i64;
     let mut pending = Vec::with_capacity(100_000);
     for i in 0..n {
-        // Left rows walk the keys in order, right rows in a scattered order (a multiplicative
-        // permutation), so a right row meets a left row written at a random earlier time and
-        // lookups spread over the whole state, as they do in real traffic.
-        let step = i / 2;
-        let id = if i % 2 == 0 {
-            step % keys
-        } else {
-            (step.wrapping_mul(1_000_003) + 12_345) % keys
-        };
-        let (topic, value) = if i % 2 == 0 {
-            let city = ["paris", "lima", "oslo", "pune"][(id % 4) as usize];
-            (left, format!("{{\"id\":{id},\"name\":\"user-{id}\",\"city\":\"{city}\",\"age\":{},\"ts\":{}}}", 20 + id % 50, t0 + i as i64))
-        } else {
-            (
-                right,
-                format!(
-                    "{{\"id\":{id},\"score\":{},\"level\":{},\"tag\":\"t{}\",\"ts\":{}}}",
-                    (id * 7 + i) % 1000,
-                    id % 10,
-                    id % 100,
-                    t0 + i as i64
-                ),
-            )
-        };
+        let (left_side, id, value) = record_for(i, keys, t0);
+        let topic = if left_side { left } else { right };
         let key = format!("{{\"id\":{id}}}");
-        let mut record = FutureRecord::to(topic.as_str())
+        let record = FutureRecord::to(topic.as_str())
             .key(&key)
             .payload(&value)
             .timestamp(t0 + i as i64);
-        // send_result copies the record into librdkafka's queue; retry while the queue is full.
-        let delivery = loop {
-            match producer.send_result(record) {
-                Ok(d) => break d,
-                Err((_, back)) => {
-                    record = back;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-        };
+        let delivery = send(&producer, record);
         pending.push(delivery);
         if pending.len() == 100_000 {
             for r in futures::executor::block_on(futures::future::join_all(pending.drain(..))) {
@@ -86,4 +55,45 @@ fn main() {
         "produced {n} records in {:.1}s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Record `i`: whether it goes to LEFT, its id and its JSON value. Left rows walk the keys in
+/// order, right rows in a scattered order (a multiplicative permutation), so a right row meets a
+/// left row written at a random earlier time and lookups spread over the whole state, as they do
+/// in real traffic.
+fn record_for(i: u64, keys: u64, t0: i64) -> (bool, u64, String) {
+    let step = i / 2;
+    if i % 2 == 0 {
+        let id = step % keys;
+        let city = ["paris", "lima", "oslo", "pune"][(id % 4) as usize];
+        let value = format!(
+            "{{\"id\":{id},\"name\":\"user-{id}\",\"city\":\"{city}\",\"age\":{},\"ts\":{}}}",
+            20 + id % 50,
+            t0 + i as i64
+        );
+        (true, id, value)
+    } else {
+        let id = (step.wrapping_mul(1_000_003) + 12_345) % keys;
+        let value = format!(
+            "{{\"id\":{id},\"score\":{},\"level\":{},\"tag\":\"t{}\",\"ts\":{}}}",
+            (id * 7 + i) % 1000,
+            id % 10,
+            id % 100,
+            t0 + i as i64
+        );
+        (false, id, value)
+    }
+}
+
+/// Queues `record`: send_result copies it into librdkafka's queue; retried while the queue is full.
+fn send(producer: &FutureProducer, mut record: FutureRecord<'_, String, String>) -> DeliveryFuture {
+    loop {
+        match producer.send_result(record) {
+            Ok(d) => return d,
+            Err((_, back)) => {
+                record = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
 }

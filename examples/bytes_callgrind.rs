@@ -38,17 +38,7 @@ fn main() {
     };
     let n: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(200_000);
     let keys: Option<u64> = args.get(4).and_then(|a| a.parse().ok());
-    let mb = |var: &str, default: usize| {
-        std::env::var(var)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let options = sidejoin::store::StoreOptions {
-        block_cache_mb: mb("SIDEJOIN_STATE_BLOCK_CACHE_MB", 128),
-        write_buffer_mb: 64,
-        cache_mb: mb("SIDEJOIN_STATE_CACHE_MB", 128),
-    };
+    let options = store_options();
     let config = workload.config();
     let dir = tempfile::tempdir().expect("temp dir");
     let mut p = drive::processor(&config, store, dir.path(), options);
@@ -77,7 +67,34 @@ fn main() {
         }
     };
     let secs = started.elapsed().as_secs_f64();
-    let rss = std::fs::read_to_string("/proc/self/status")
+    let rss = peak_rss_mib();
+    println!(
+        "{} on {}: {n} input records, {outputs} output records ({bytes} bytes) in {secs:.2}s = {:.0} records/s, peak RSS {rss:.0} MiB",
+        workload.name(),
+        store.name(),
+        n as f64 / secs
+    );
+}
+
+/// The RocksDB store's sizes: `SIDEJOIN_STATE_BLOCK_CACHE_MB` and `SIDEJOIN_STATE_CACHE_MB`, 128
+/// MB each unless set.
+fn store_options() -> sidejoin::store::StoreOptions {
+    let mb = |var: &str, default: usize| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    sidejoin::store::StoreOptions {
+        block_cache_mb: mb("SIDEJOIN_STATE_BLOCK_CACHE_MB", 128),
+        write_buffer_mb: 64,
+        cache_mb: mb("SIDEJOIN_STATE_CACHE_MB", 128),
+    }
+}
+
+/// This process's peak resident set size so far, in MiB (`VmHWM` of `/proc/self/status`).
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines().find(|l| l.starts_with("VmHWM")).and_then(|l| {
@@ -86,13 +103,7 @@ fn main() {
                     .and_then(|k| k.parse::<f64>().ok())
             })
         })
-        .map_or(0.0, |kb| kb / 1024.0);
-    println!(
-        "{} on {}: {n} input records, {outputs} output records ({bytes} bytes) in {secs:.2}s = {:.0} records/s, peak RSS {rss:.0} MiB",
-        workload.name(),
-        store.name(),
-        n as f64 / secs
-    );
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// This process's user + system CPU time so far, in seconds (`/proc/self/stat`, clock ticks of

@@ -58,6 +58,22 @@ pub fn plan(cfg: &Config) -> String {
             "dropped"
         }
     );
+    output_plan(cfg, &mut out);
+    let _ = writeln!(
+        out,
+        "on undecodable records: {} (dead-letter topic {})",
+        cfg.process.on_error.name(),
+        cfg.kafka.dlq_topic
+    );
+    topology_plan(cfg, &mut out);
+    for w in &cfg.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
+/// The output lines: topic, mode and key, whether the key is unique and the output insert-only.
+fn output_plan(cfg: &Config, out: &mut String) {
     let key: Vec<&str> = cfg.output.key.iter().map(|k| k.name.as_str()).collect();
     let mode = match cfg.output.mode {
         OutputMode::Changelog => "changelog (Debezium envelopes)",
@@ -74,28 +90,25 @@ pub fn plan(cfg: &Config) -> String {
             key.join(",")
         }
     );
-    let unique = match crate::config::key_uniqueness(j, &cfg.output.key) {
+    let unique = match crate::config::key_uniqueness(&cfg.join, &cfg.output.key) {
         Ok(()) => "yes".to_owned(),
         Err(why) => format!("no ({why})"),
     };
     let _ = writeln!(out, "output key provably unique: {unique}");
-    let updates = crate::config::update_sources(j);
-    let insert_only = updates.is_empty();
+    let updates = crate::config::update_sources(&cfg.join);
     let _ = writeln!(
         out,
         "output insert-only: {}",
-        if insert_only {
+        if updates.is_empty() {
             "yes".to_owned()
         } else {
             format!("no ({})", updates.join("; "))
         }
     );
-    let _ = writeln!(
-        out,
-        "on undecodable records: {} (dead-letter topic {})",
-        cfg.process.on_error.name(),
-        cfg.kafka.dlq_topic
-    );
+}
+
+/// The topology line (co-partitioned or broadcast) and one line per repartitioned side.
+fn topology_plan(cfg: &Config, out: &mut String) {
     match cfg.join.broadcast {
         None => {
             let _ = writeln!(
@@ -136,10 +149,6 @@ pub fn plan(cfg: &Config) -> String {
             crate::plan::repartition_topic(cfg, side)
         );
     }
-    for w in &cfg.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
-    out
 }
 
 /// Single-quotes a value for a shell or an env file.

@@ -105,53 +105,7 @@ impl Metrics {
         let mut slots = self.slots();
         let last = &slots[w].last;
         for side in Side::BOTH {
-            let (i, s) = (side.index(), side.name());
-            advance(
-                &self.records_in.with_label_values(&[s]),
-                last.records_in[i],
-                stats.records_in[i],
-            );
-            advance(
-                &self.dedup_dropped.with_label_values(&[s]),
-                last.dedup_dropped[i],
-                stats.dedup_dropped[i],
-            );
-            advance(
-                &self.decode_errors.with_label_values(&[s]),
-                last.decode_errors[i],
-                stats.decode_errors[i],
-            );
-            advance(
-                &self.late_records.with_label_values(&[s]),
-                last.late_records[i],
-                stats.late_records[i],
-            );
-            advance(
-                &self.state_expired.with_label_values(&[s]),
-                last.state_expired[i],
-                stats.state_expired[i],
-            );
-            advance(
-                &self.copartition_violations.with_label_values(&[s]),
-                last.copartition_violations[i],
-                stats.copartition_violations[i],
-            );
-            for (r, reason) in DropReason::ALL.iter().enumerate() {
-                advance(
-                    &self.input_dropped.with_label_values(&[s, reason.name()]),
-                    last.input_dropped[i][r],
-                    stats.input_dropped[i][r],
-                );
-            }
-            for (r, reason) in UnmatchedReason::ALL.iter().enumerate() {
-                advance(
-                    &self
-                        .unmatched_emitted
-                        .with_label_values(&[s, reason.name()]),
-                    last.unmatched_emitted[i][r],
-                    stats.unmatched_emitted[i][r],
-                );
-            }
+            self.observe_side(side, last, stats);
         }
         for kind in Kind::ALL {
             let i = kind.index();
@@ -173,6 +127,57 @@ impl Metrics {
         for side in Side::BOTH {
             let rows = slots.iter().map(|s| s.last.state_rows[side.index()]).sum();
             self.state_rows.with_label_values(&[side.name()]).set(rows);
+        }
+    }
+
+    /// Advances one side's labelled counters from `last` to `stats`.
+    fn observe_side(&self, side: Side, last: &Stats, stats: &Stats) {
+        let (i, s) = (side.index(), side.name());
+        advance(
+            &self.records_in.with_label_values(&[s]),
+            last.records_in[i],
+            stats.records_in[i],
+        );
+        advance(
+            &self.dedup_dropped.with_label_values(&[s]),
+            last.dedup_dropped[i],
+            stats.dedup_dropped[i],
+        );
+        advance(
+            &self.decode_errors.with_label_values(&[s]),
+            last.decode_errors[i],
+            stats.decode_errors[i],
+        );
+        advance(
+            &self.late_records.with_label_values(&[s]),
+            last.late_records[i],
+            stats.late_records[i],
+        );
+        advance(
+            &self.state_expired.with_label_values(&[s]),
+            last.state_expired[i],
+            stats.state_expired[i],
+        );
+        advance(
+            &self.copartition_violations.with_label_values(&[s]),
+            last.copartition_violations[i],
+            stats.copartition_violations[i],
+        );
+        for (r, reason) in DropReason::ALL.iter().enumerate() {
+            advance(
+                &self.input_dropped.with_label_values(&[s, reason.name()]),
+                last.input_dropped[i][r],
+                stats.input_dropped[i][r],
+            );
+        }
+        for (r, reason) in UnmatchedReason::ALL.iter().enumerate() {
+            advance(
+                &self
+                    .unmatched_emitted
+                    .with_label_values(&[s, reason.name()]),
+                last.unmatched_emitted[i][r],
+                stats.unmatched_emitted[i][r],
+            );
         }
     }
 

@@ -73,24 +73,9 @@ impl AvroOutput {
         }
         let topic = config.output.topic.as_deref().unwrap_or_default();
         let namespace = format!("sidejoin.{}", sanitize(topic));
-        let row = match &config.output.avro_schema {
-            Some(text) => {
-                let v: Value = serde_json::from_str(text).map_err(|e| {
-                    AvroSetupError::Setting(format!("SIDEJOIN_OUTPUT_AVRO_SCHEMA is not JSON: {e}"))
-                })?;
-                if v.get("type").and_then(Value::as_str) != Some("record") {
-                    return Err(AvroSetupError::Setting(
-                        "SIDEJOIN_OUTPUT_AVRO_SCHEMA must be an Avro record schema".into(),
-                    ));
-                }
-                v
-            }
-            None => match derive_row(config, registry, &namespace, shutdown)? {
-                Some(row) => row,
-                None => return Ok(None),
-            },
+        let Some(row) = row_schema(config, registry, &namespace, shutdown)? else {
+            return Ok(None);
         };
-        let row_name = full_name(&row, &namespace);
         let columns: HashSet<String> = row["fields"]
             .as_array()
             .into_iter()
@@ -98,49 +83,12 @@ impl AvroOutput {
             .filter_map(|f| f["name"].as_str().map(str::to_owned))
             .collect();
         let value_schema = match config.output.mode {
-            OutputMode::Changelog => json!({
-                "type": "record", "name": "Envelope", "namespace": namespace,
-                "fields": [
-                    {"name": "before", "type": ["null", row.clone()], "default": null},
-                    {"name": "after", "type": ["null", row_name], "default": null},
-                    {"name": "op", "type": "string"}
-                ]
-            }),
+            OutputMode::Changelog => envelope_schema(&row, &namespace),
             OutputMode::Upsert | OutputMode::Append => row.clone(),
         };
-        let key_schema = (!config.output.key.is_empty()).then(|| {
-            let fields: Vec<Value> = config
-                .output
-                .key
-                .iter()
-                .map(|k| {
-                    // A key column is an output column (with `l.*` naming, its input column's).
-                    let t = field_type(&row, &k.name)
-                        .or_else(|| match &k.source {
-                            KeySource::Input(_, column) => field_type(&row, column),
-                            KeySource::Output => None,
-                        })
-                        .unwrap_or(json!(["null", "string", "long", "double", "boolean"]));
-                    json!({"name": k.name, "type": strip_named(t), "default": null})
-                })
-                .collect();
-            json!({"type": "record", "name": "Key", "namespace": namespace, "fields": fields})
-        });
-        let register = |subject: String, schema: &Value| -> Result<Registered, AvroSetupError> {
-            let text = schema.to_string();
-            let parsed = WriterSchema::parse(&text).map_err(|e| {
-                AvroSetupError::Schema(format!("the output schema for {subject} {e}: {text}"))
-            })?;
-            let id = retry(&format!("registering {subject}"), || {
-                registry.register(&subject, &text)
-            })
-            .map_err(|e| AvroSetupError::Schema(format!("registering {subject}: {e}")))?;
-            tracing::info!("output schema registered: subject {subject}, id {id}");
-            Ok(Registered { id, schema: parsed })
-        };
-        let value = register(format!("{topic}-value"), &value_schema)?;
-        let key = key_schema
-            .map(|k| register(format!("{topic}-key"), &k))
+        let value = register(registry, format!("{topic}-value"), &value_schema)?;
+        let key = key_schema(config, &row, &namespace)
+            .map(|k| register(registry, format!("{topic}-key"), &k))
             .transpose()?;
         Ok(Some(AvroOutput {
             value,
@@ -224,6 +172,81 @@ impl AvroOutput {
 /// An output record's key or value (JSON built by the output modes).
 fn parse(json: &[u8], what: &str) -> Result<Value, String> {
     serde_json::from_slice(json).map_err(|e| format!("the output {what} is not JSON: {e}"))
+}
+
+/// The output row's record schema: `SIDEJOIN_OUTPUT_AVRO_SCHEMA` as given, or derived from the
+/// input schemas; `Ok(None)` when `shutdown` came first.
+fn row_schema(
+    config: &Config,
+    registry: &Registry,
+    namespace: &str,
+    shutdown: &CancellationToken,
+) -> Result<Option<Value>, AvroSetupError> {
+    let Some(text) = &config.output.avro_schema else {
+        return derive_row(config, registry, namespace, shutdown);
+    };
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        AvroSetupError::Setting(format!("SIDEJOIN_OUTPUT_AVRO_SCHEMA is not JSON: {e}"))
+    })?;
+    if v.get("type").and_then(Value::as_str) != Some("record") {
+        return Err(AvroSetupError::Setting(
+            "SIDEJOIN_OUTPUT_AVRO_SCHEMA must be an Avro record schema".into(),
+        ));
+    }
+    Ok(Some(v))
+}
+
+/// The changelog mode's value schema: a Debezium-style envelope around the row record.
+fn envelope_schema(row: &Value, namespace: &str) -> Value {
+    json!({
+        "type": "record", "name": "Envelope", "namespace": namespace,
+        "fields": [
+            {"name": "before", "type": ["null", row.clone()], "default": null},
+            {"name": "after", "type": ["null", full_name(row, namespace)], "default": null},
+            {"name": "op", "type": "string"}
+        ]
+    })
+}
+
+/// The key record's schema, `None` without an output key.
+fn key_schema(config: &Config, row: &Value, namespace: &str) -> Option<Value> {
+    if config.output.key.is_empty() {
+        return None;
+    }
+    let fields: Vec<Value> = config
+        .output
+        .key
+        .iter()
+        .map(|k| {
+            // A key column is an output column (with `l.*` naming, its input column's).
+            let t = field_type(row, &k.name)
+                .or_else(|| match &k.source {
+                    KeySource::Input(_, column) => field_type(row, column),
+                    KeySource::Output => None,
+                })
+                .unwrap_or(json!(["null", "string", "long", "double", "boolean"]));
+            json!({"name": k.name, "type": strip_named(t), "default": null})
+        })
+        .collect();
+    Some(json!({"type": "record", "name": "Key", "namespace": namespace, "fields": fields}))
+}
+
+/// Registers `schema` under `subject`, retrying while the registry is unavailable.
+fn register(
+    registry: &Registry,
+    subject: String,
+    schema: &Value,
+) -> Result<Registered, AvroSetupError> {
+    let text = schema.to_string();
+    let parsed = WriterSchema::parse(&text).map_err(|e| {
+        AvroSetupError::Schema(format!("the output schema for {subject} {e}: {text}"))
+    })?;
+    let id = retry(&format!("registering {subject}"), || {
+        registry.register(&subject, &text)
+    })
+    .map_err(|e| AvroSetupError::Schema(format!("registering {subject}: {e}")))?;
+    tracing::info!("output schema registered: subject {subject}, id {id}");
+    Ok(Registered { id, schema: parsed })
 }
 
 /// The output row record derived from the input subjects' latest schemas (`None`: shutdown).

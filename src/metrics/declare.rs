@@ -12,6 +12,10 @@ use crate::stats::Stats;
 
 impl Metrics {
     /// The metrics of an instance of `workers` workers (at least one).
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a declarative table: one registration per metric, read top to bottom"
+    )]
     pub fn new(workers: usize) -> Self {
         let r = Catalog {
             registry: Registry::new(),

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{Placement, Plan, Target, TopicKind};
+use super::{Placement, Plan, Source, Target, TopicKind};
 
 impl Plan {
     /// One line: the partition counts the join reads, how each side is placed, the output.
@@ -44,20 +44,7 @@ impl fmt::Display for Plan {
         writeln!(f, "{}", self.topology())?;
         writeln!(f, "plan:")?;
         for s in &self.sources {
-            let how = match &s.placement {
-                Placement::CoPartitioned => {
-                    "co-partitioned: partition i feeds task i, read through the consumer group"
-                        .to_owned()
-                }
-                Placement::Broadcast => {
-                    "broadcast: every task reads all its partitions (SIDEJOIN_BROADCAST)".to_owned()
-                }
-                Placement::Repartitioned { by, own_topic, .. } => format!(
-                    "repartitioned: `{own_topic}` re-keyed by {} (SIDEJOIN_{}_HASH_BY), read through the consumer group",
-                    by.join(","),
-                    s.side.var()
-                ),
-            };
+            let how = placement_text(s);
             writeln!(
                 f,
                 "  source {}: `{}` ({} partitions), {how}",
@@ -101,5 +88,22 @@ impl fmt::Display for Plan {
             )?;
         }
         Ok(())
+    }
+}
+
+/// How a source's records reach the tasks, as `check` prints it.
+fn placement_text(s: &Source) -> String {
+    match &s.placement {
+        Placement::CoPartitioned => {
+            "co-partitioned: partition i feeds task i, read through the consumer group".to_owned()
+        }
+        Placement::Broadcast => {
+            "broadcast: every task reads all its partitions (SIDEJOIN_BROADCAST)".to_owned()
+        }
+        Placement::Repartitioned { by, own_topic, .. } => format!(
+            "repartitioned: `{own_topic}` re-keyed by {} (SIDEJOIN_{}_HASH_BY), read through the consumer group",
+            by.join(","),
+            s.side.var()
+        ),
     }
 }

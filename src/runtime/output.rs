@@ -88,24 +88,35 @@ impl Output {
         error: &DecodeError,
         checkpoint: u64,
     ) -> Result<(), RunError> {
-        let headers = dead_letter_headers(msg, topic, error);
-        let mut record: BaseRecord<'_, [u8], [u8], usize> =
-            BaseRecord::with_opaque_to(&self.dlq_topic, checkpoint as usize)
-                .timestamp(msg.timestamp)
-                .headers(headers);
-        if let Some(k) = &msg.key {
-            record = record.key(k);
-        }
-        if let Some(v) = &msg.value {
-            record = record.payload(v);
-        }
+        let record = dead_letter_record(&self.dlq_topic, msg, topic, error, checkpoint as usize);
         self.send(record, checkpoint)
     }
 }
 
+/// The dead letter of `msg` (read from `topic`) for `dlq_topic`: its key, value and timestamp,
+/// its headers and ones naming the error and where it came from; `opaque` is the delivery's.
+pub(crate) fn dead_letter_record<'a>(
+    dlq_topic: &'a str,
+    msg: &'a Record,
+    topic: &str,
+    error: &DecodeError,
+    opaque: usize,
+) -> BaseRecord<'a, [u8], [u8], usize> {
+    let mut record = BaseRecord::with_opaque_to(dlq_topic, opaque)
+        .timestamp(msg.timestamp)
+        .headers(dead_letter_headers(msg, topic, error));
+    if let Some(k) = &msg.key {
+        record = record.key(k.as_slice());
+    }
+    if let Some(v) = &msg.value {
+        record = record.payload(v.as_slice());
+    }
+    record
+}
+
 /// A dead letter's headers: the original record's, then ones naming the error and where the
 /// record came from (its topic, partition, offset and side).
-pub fn dead_letter_headers(msg: &Record, topic: &str, error: &DecodeError) -> OwnedHeaders {
+fn dead_letter_headers(msg: &Record, topic: &str, error: &DecodeError) -> OwnedHeaders {
     let mut headers = OwnedHeaders::new();
     for (key, value) in &msg.headers {
         headers = headers.insert(Header {

@@ -107,6 +107,32 @@ struct Head {
     value: Option<Vec<u8>>,
 }
 
+/// Where the group would consume each partition of `topic`: the committed offsets, known first
+/// so that `TIME` is spent reading (where there is none, `Offset::Invalid` starts at the reset
+/// policy). A coordinator still starting (a broker just up answers NotCoordinator) leaves them to
+/// librdkafka, which fetches the stored offsets on assign.
+fn start_positions(
+    consumer: &BaseConsumer<HelperContext>,
+    topic: &str,
+    partitions: i32,
+) -> Result<TopicPartitionList, KafkaError> {
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition(topic, p);
+    }
+    match consumer.committed_offsets(tpl, OFFSETS) {
+        Ok(committed) => Ok(committed),
+        Err(e) => {
+            tracing::debug!("co-partitioning: committed offsets of `{topic}` not fetched ({e}): assigned at the stored ones");
+            let mut stored = TopicPartitionList::new();
+            for p in 0..partitions {
+                stored.add_partition_offset(topic, p, rdkafka::Offset::Stored)?;
+            }
+            Ok(stored)
+        }
+    }
+}
+
 /// Up to `RECORDS` records of each partition of `topic`, from where the group would consume.
 fn read_head(
     kafka: &KafkaSpec,
@@ -116,25 +142,7 @@ fn read_head(
 ) -> Result<Vec<Head>, KafkaError> {
     let consumer: BaseConsumer<HelperContext> = clients::probe_consumer(kafka)
         .create_with_context(HelperContext("co-partitioning probe"))?;
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition(topic, p);
-    }
-    // Known first, so that `TIME` is spent reading: where there is no committed offset,
-    // `Offset::Invalid` starts at the reset policy. A coordinator still starting (a broker
-    // just up answers NotCoordinator) leaves it to librdkafka, which fetches them on assign.
-    let committed = match consumer.committed_offsets(tpl, OFFSETS) {
-        Ok(committed) => committed,
-        Err(e) => {
-            tracing::debug!("co-partitioning: committed offsets of `{topic}` not fetched ({e}): assigned at the stored ones");
-            let mut stored = TopicPartitionList::new();
-            for p in 0..partitions {
-                stored.add_partition_offset(topic, p, rdkafka::Offset::Stored)?;
-            }
-            stored
-        }
-    };
-    consumer.assign(&committed)?;
+    consumer.assign(&start_positions(&consumer, topic, partitions)?)?;
     let mut left: HashMap<Partition, u32> = (0..partitions).map(|p| (p, RECORDS)).collect();
     let reading = Instant::now();
     let (mut head, mut bytes) = (Vec::new(), 0);

@@ -2,7 +2,7 @@
 //! a key answers — the open write buffer, sealed checkpoints, the cache, RocksDB — and writes go
 //! to the open buffer only.
 
-use rocksdb::{ReadOptions, DB};
+use rocksdb::{DBRawIterator, ReadOptions, DB};
 
 use crate::change::Partition;
 use crate::engine::groups::Key;
@@ -56,16 +56,13 @@ impl RocksState {
         }
     }
 
-    /// Visits the RocksDB items of `group` from `from` under the buffered writes `over`;
-    /// returns the RocksDB items seen when the scan read a whole small group, for the cache.
-    fn scan_disk<'a>(
-        db: &DB,
+    /// A RocksDB iterator over `group`'s items, positioned at `from`.
+    fn group_iterator<'d>(
+        db: &'d DB,
         key: &mut Vec<u8>,
         group: &[u8],
         from: &[u8],
-        over: impl Iterator<Item = (&'a [u8], &'a Option<StateValue>)>,
-        visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
-    ) -> Result<Option<Vec<(Key, StateValue)>>, StateError> {
+    ) -> DBRawIterator<'d> {
         key_into(key, group, from);
         let mut opts = ReadOptions::default();
         if let Some(upper) = successor(group) {
@@ -76,6 +73,20 @@ impl RocksState {
         opts.set_prefix_same_as_start(true);
         let mut stored = db.raw_iterator_opt(opts);
         stored.seek(&key[..]);
+        stored
+    }
+
+    /// Visits the RocksDB items of `group` from `from` under the buffered writes `over`;
+    /// returns the RocksDB items seen when the scan read a whole small group, for the cache.
+    fn scan_disk<'a>(
+        db: &DB,
+        key: &mut Vec<u8>,
+        group: &[u8],
+        from: &[u8],
+        over: impl Iterator<Item = (&'a [u8], &'a Option<StateValue>)>,
+        visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
+    ) -> Result<Option<Vec<(Key, StateValue)>>, StateError> {
+        let mut stored = Self::group_iterator(db, key, group, from);
         let mut seen: Option<Vec<(Key, StateValue)>> = from.is_empty().then(Vec::new);
         let mut over = over.peekable();
         loop {

@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 use crate::plan::RouterPlan;
 use crate::routing::{Placement, Route, Routed};
 use crate::runtime::input::{LaneSpec, Lanes, Merge, Record, Served};
-use crate::runtime::output::{dead_letter_headers, send_when_room};
+use crate::runtime::output::{dead_letter_record, send_when_room};
 use crate::runtime::{now_ms, RunError, StartupError};
 
 use super::upkeep::Upkeep;
@@ -353,17 +353,7 @@ impl<'a> Router<'a> {
                 Ok(())
             }
             OnError::Dlq => {
-                let headers = dead_letter_headers(rec, source, &e);
-                let mut record: BaseRecord<'_, [u8], [u8], usize> =
-                    BaseRecord::with_opaque_to(&self.cfg.kafka.dlq_topic, ROUTED)
-                        .timestamp(rec.timestamp)
-                        .headers(headers);
-                if let Some(k) = &rec.key {
-                    record = record.key(k);
-                }
-                if let Some(v) = &rec.value {
-                    record = record.payload(v);
-                }
+                let record = dead_letter_record(&self.cfg.kafka.dlq_topic, rec, source, &e, ROUTED);
                 let producer = self.active.as_ref().expect("active").txn.producer();
                 Ok(send_when_room(producer, record, "dead letters")?)
             }
