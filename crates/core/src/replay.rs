@@ -50,12 +50,14 @@ struct Line<'a> {
     partition: Partition,
 }
 
+/// Parses one input line: a JSON object with the members of the module doc.
 fn parse_line(text: &str) -> Result<Line<'_>, String> {
     let bytes = text.as_bytes();
     let scanned = scan::scan(bytes).map_err(|e| format!("not JSON: {e}"))?;
     if scanned.kind != JsonKind::Object {
         return Err("not a JSON object".into());
     }
+    // A member given twice counts with its last value.
     let field = |name: &str| {
         scanned
             .members
@@ -64,57 +66,66 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
             .find(|m| &bytes[m.name.0..m.name.1] == name.as_bytes())
             .map(|m| Json::new_unchecked(&bytes[m.value.0..m.value.1]))
     };
-    let side = match field("side") {
-        Some(v) if v.as_str().as_deref() == Some("left") => Side::Left,
-        Some(v) if v.as_str().as_deref() == Some("right") => Side::Right,
-        Some(other) => {
-            return Err(format!(
-                "`side` must be \"left\" or \"right\", found {other:?}"
-            ))
-        }
-        None => return Err("missing `side` (\"left\" or \"right\")".into()),
-    };
-    let timestamp = match field("timestamp") {
-        None => None,
-        Some(v) if v.is_null() => None,
+    let bytes_of = |name: &str| field(name).filter(|v| !v.is_null()).map(|v| v.as_bytes());
+    // Checked in this order: the first problem is the one reported.
+    Ok(Line {
+        side: side_of(field("side"))?,
+        key: bytes_of("key"),
+        value: bytes_of("value"),
+        timestamp: timestamp_of(field("timestamp"))?,
+        partition: partition_of(field("partition"))?,
+    })
+}
+
+/// `side`: `"left"` or `"right"`, required.
+fn side_of(v: Option<Json<'_>>) -> Result<Side, String> {
+    match v {
+        Some(v) if v.as_str().as_deref() == Some("left") => Ok(Side::Left),
+        Some(v) if v.as_str().as_deref() == Some("right") => Ok(Side::Right),
+        Some(other) => Err(format!(
+            "`side` must be \"left\" or \"right\", found {other:?}"
+        )),
+        None => Err("missing `side` (\"left\" or \"right\")".into()),
+    }
+}
+
+/// `timestamp`: epoch milliseconds, an integer (text with a `.` is refused even when whole), or
+/// absent/null.
+fn timestamp_of(v: Option<Json<'_>>) -> Result<Option<i64>, String> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_null() => Ok(None),
         Some(v)
             if v.kind() == JsonKind::Number
                 && !v.as_bytes().contains(&b'.')
                 && v.as_i64().is_some() =>
         {
-            v.as_i64()
+            Ok(v.as_i64())
         }
-        Some(other) => {
-            return Err(format!(
-                "`timestamp` must be epoch milliseconds (an integer), found {other:?}"
-            ))
-        }
-    };
-    let partition = match field("partition") {
-        None => 0,
-        Some(v) if v.is_null() => 0,
+        Some(other) => Err(format!(
+            "`timestamp` must be epoch milliseconds (an integer), found {other:?}"
+        )),
+    }
+}
+
+/// `partition`: a non-negative integer (as `timestamp`) that fits a Kafka partition, or
+/// absent/null (0).
+fn partition_of(v: Option<Json<'_>>) -> Result<Partition, String> {
+    match v {
+        None => Ok(0),
+        Some(v) if v.is_null() => Ok(0),
         Some(v)
             if v.kind() == JsonKind::Number
                 && v.as_i64()
                     .is_some_and(|p| (0..=i64::from(Partition::MAX)).contains(&p))
                 && !v.as_bytes().contains(&b'.') =>
         {
-            v.as_i64().unwrap_or(0) as Partition
+            Ok(v.as_i64().unwrap_or(0) as Partition)
         }
-        Some(other) => {
-            return Err(format!(
-                "`partition` must be a non-negative integer, found {other:?}"
-            ))
-        }
-    };
-    let bytes_of = |name: &str| field(name).filter(|v| !v.is_null()).map(|v| v.as_bytes());
-    Ok(Line {
-        side,
-        key: bytes_of("key"),
-        value: bytes_of("value"),
-        timestamp,
-        partition,
-    })
+        Some(other) => Err(format!(
+            "`partition` must be a non-negative integer, found {other:?}"
+        )),
+    }
 }
 
 fn write_changes(

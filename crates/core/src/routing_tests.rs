@@ -118,6 +118,15 @@ fn placed(keys: &[&'static [u8]], hash: Hash, n: i32) -> Vec<(i32, &'static [u8]
     keys.iter().map(|k| (hash.partition(k, n), *k)).collect()
 }
 
+/// What `learn` makes of `keys` placed by `hash` among `n` partitions: it must be a placement.
+fn learnt(cols: &[String], keys: &[&'static [u8]], hash: Hash, n: i32) -> Placement {
+    let Learnt::Placement(p) = learn("t", n, cols, &samples(&placed(keys, hash, n))).unwrap()
+    else {
+        panic!("not learnt")
+    };
+    p
+}
+
 #[test]
 fn the_other_sides_key_form_and_partitioner_are_learnt_and_mirrored() {
     let cols = ["user_id".to_owned()];
@@ -135,11 +144,7 @@ fn the_other_sides_key_form_and_partitioner_are_learnt_and_mirrored() {
         br#"{"user_id":11}"#,
         br#"{"user_id":12}"#,
     ];
-    let Learnt::Placement(p) =
-        learn("t", 6, &cols, &samples(&placed(&keys, Hash::Murmur2, 6))).unwrap()
-    else {
-        panic!("not learnt")
-    };
+    let p = learnt(&cols, &keys, Hash::Murmur2, 6);
     assert_eq!(p.hash, Hash::Murmur2);
     assert_eq!(p.form, KeyForm::Object(vec![("user_id".to_owned(), 0)]));
     // This side's column is named differently: its values, the other side's key bytes.
@@ -150,29 +155,30 @@ fn the_other_sides_key_form_and_partitioner_are_learnt_and_mirrored() {
         out[0].partition,
         Hash::Murmur2.partition(br#"{"user_id":40}"#, 6)
     );
+}
 
+#[test]
+fn scalar_and_text_key_forms_are_learnt_and_mirrored() {
+    let cols = ["user_id".to_owned()];
     let scalars: Vec<&'static [u8]> = vec![
         b"1", b"2", b"17", b"33", b"4", b"5", b"6", b"7", b"8", b"9", b"10", b"11",
     ];
-    let Learnt::Placement(p) =
-        learn("t", 3, &cols, &samples(&placed(&scalars, Hash::Crc32, 3))).unwrap()
-    else {
-        panic!("not learnt")
-    };
+    let p = learnt(&cols, &scalars, Hash::Crc32, 3);
     assert_eq!((p.form.clone(), p.hash), (KeyForm::Json, Hash::Crc32));
     let text: Vec<&'static [u8]> = vec![
         b"user-1", b"user-2", b"user-3", b"user-4", b"user-5", b"user-6", b"user-7", b"user-8",
         b"user-9", b"user-10", b"user-11",
     ];
-    let Learnt::Placement(p) =
-        learn("t", 3, &cols, &samples(&placed(&text, Hash::Murmur2, 3))).unwrap()
-    else {
-        panic!("not learnt")
-    };
+    let p = learnt(&cols, &text, Hash::Murmur2, 3);
     assert_eq!(p.form, KeyForm::Text);
     let r = Route::new(Side::Left, &["uid".to_owned()], None, p);
     let out = routed(&r, Event::Change(Kind::Insert, row(r#"{"uid":"user-2"}"#)));
     assert_eq!(out[0].key, b"user-2");
+}
+
+#[test]
+fn no_keys_or_keys_both_partitioners_fit_are_not_enough_to_learn() {
+    let cols = ["user_id".to_owned()];
     assert!(matches!(learn("t", 3, &cols, &[]), Ok(Learnt::NotYet(_))));
     // One key fits both partitioners in some partition count: not enough to tell.
     let both = (2..64)

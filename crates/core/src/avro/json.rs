@@ -16,10 +16,14 @@
 
 use std::io::Write;
 
-use apache_avro::schema::{InnerDecimalSchema, Name, Names, Schema, UuidSchema};
+use apache_avro::schema::{
+    EnumSchema, InnerDecimalSchema, Name, Names, RecordSchema, Schema, UnionSchema, UuidSchema,
+};
 
 pub use super::json_values::base64;
 use super::json_values::{decimal, float, string, time_of_day, timestamp, uuid};
+
+mod reader;
 
 /// Deepest nesting of records, arrays, maps and unions in one datum.
 pub const MAX_DEPTH: usize = 128;
@@ -46,6 +50,8 @@ pub fn datum_to_json(
     Ok(())
 }
 
+/// A cursor over one body, with the named types its schema may refer to; its reading
+/// primitives are in `reader`.
 struct Reader<'a, 'n> {
     bytes: &'a [u8],
     pos: usize,
@@ -53,241 +59,158 @@ struct Reader<'a, 'n> {
 }
 
 impl<'a, 'n> Reader<'a, 'n> {
-    fn truncated(&self, what: &str) -> String {
-        format!("truncated body: {what} at byte {}", self.pos)
-    }
-
-    fn long(&mut self) -> Result<i64, String> {
-        let mut value: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let Some(&b) = self.bytes.get(self.pos) else {
-                return Err(self.truncated("a varint runs past the end"));
-            };
-            self.pos += 1;
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok((value >> 1) as i64 ^ -((value & 1) as i64));
-            }
-        }
-        Err(format!(
-            "a varint longer than 10 bytes at byte {}",
-            self.pos
-        ))
-    }
-
-    fn int(&mut self) -> Result<i32, String> {
-        let v = self.long()?;
-        i32::try_from(v).map_err(|_| format!("int out of range: {v}"))
-    }
-
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
-        if n > self.bytes.len() - self.pos {
-            return Err(self.truncated(&format!("{what} of {n} bytes")));
-        }
-        let s = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    fn len(&mut self, what: &str) -> Result<usize, String> {
-        let n = self.long()?;
-        let n = usize::try_from(n).map_err(|_| format!("negative {what} length {n}"))?;
-        if n > self.bytes.len() - self.pos {
-            return Err(self.truncated(&format!("{what} of {n} bytes")));
-        }
-        Ok(n)
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8], String> {
-        let n = self.len("bytes")?;
-        self.take(n, "bytes")
-    }
-
-    fn string(&mut self) -> Result<&'a str, String> {
-        let n = self.len("string")?;
-        let s = self.take(n, "string")?;
-        std::str::from_utf8(s)
-            .map_err(|_| format!("a string that is not UTF-8 before byte {}", self.pos))
-    }
-
-    /// The item count of the next array/map block (0 = the end); a negative count is followed
-    /// by the block's size in bytes, which is skipped.
-    fn block(&mut self) -> Result<usize, String> {
-        let n = self.long()?;
-        let n = if n < 0 {
-            self.long()?; // block size in bytes
-            n.checked_neg().ok_or("bad block count")?
-        } else {
-            n
-        };
-        // Every item takes at least one byte unless it is null/empty: bound by what is left so
-        // that a forged count cannot spin for long.
-        let n = n as u64;
-        if n > ((self.bytes.len() - self.pos) as u64 + 1) << 10 {
-            return Err(self.truncated(&format!("a block of {n} items")));
-        }
-        Ok(n as usize)
-    }
-
+    /// Appends the JSON of the next datum, a `schema`: one arm per schema kind, reading with
+    /// the primitives of `reader` or a function of its own, writing with `json_values`.
     fn value(&mut self, schema: &Schema, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("nested deeper than {MAX_DEPTH} levels"));
         }
         match schema {
             Schema::Null => out.extend_from_slice(b"null"),
-            Schema::Boolean => match self.take(1, "boolean")?[0] {
-                0 => out.extend_from_slice(b"false"),
-                1 => out.extend_from_slice(b"true"),
-                b => return Err(format!("a boolean byte {b} (not 0 or 1)")),
-            },
+            Schema::Boolean => write!(out, "{}", self.boolean()?).unwrap(),
             Schema::Int => write!(out, "{}", self.int()?).unwrap(),
             Schema::Long => write!(out, "{}", self.long()?).unwrap(),
-            Schema::Float => {
-                let b = self.take(4, "float")?;
-                float(
-                    f64::from(f32::from_le_bytes(b.try_into().unwrap())),
-                    out,
-                    true,
-                );
-            }
-            Schema::Double => {
-                let b = self.take(8, "double")?;
-                float(f64::from_le_bytes(b.try_into().unwrap()), out, false);
-            }
-            Schema::Bytes => {
-                let b = self.bytes()?;
-                string(&base64(b), out);
-            }
-            Schema::String => {
-                let s = self.string()?;
-                string(s, out);
-            }
-            Schema::Fixed(f) => {
-                let b = self.take(f.size, "fixed")?;
-                string(&base64(b), out);
-            }
-            Schema::Enum(e) => {
-                let i = self.long()?;
-                let symbol = usize::try_from(i)
-                    .ok()
-                    .and_then(|i| e.symbols.get(i))
-                    .ok_or_else(|| format!("enum {} has no symbol #{i}", e.name))?;
-                string(symbol, out);
-            }
+            Schema::Float => float(f64::from(self.single()?), out, true),
+            Schema::Double => float(self.double()?, out, false),
+            Schema::Bytes => string(&base64(self.bytes()?), out),
+            Schema::String => string(self.string()?, out),
+            Schema::Fixed(f) => string(&base64(self.take(f.size, "fixed")?), out),
+            Schema::Enum(e) => string(self.symbol(e)?, out),
             Schema::Union(u) => {
-                let i = self.long()?;
-                let branch = usize::try_from(i)
-                    .ok()
-                    .and_then(|i| u.variants().get(i))
-                    .ok_or_else(|| {
-                        format!("union branch #{i} of a {}-branch union", u.variants().len())
-                    })?;
+                let branch = self.branch(u)?;
                 self.value(branch, out, depth + 1)?;
             }
-            Schema::Array(a) => {
-                out.push(b'[');
-                let mut first = true;
-                loop {
-                    let n = self.block()?;
-                    if n == 0 {
-                        break;
-                    }
-                    for _ in 0..n {
-                        if !std::mem::take(&mut first) {
-                            out.push(b',');
-                        }
-                        self.value(&a.items, out, depth + 1)?;
-                    }
-                }
-                out.push(b']');
-            }
+            Schema::Array(a) => self.array(&a.items, out, depth)?,
             Schema::Map(m) => self.map(&m.types, out, depth)?,
-            Schema::Record(rec) => {
-                out.push(b'{');
-                for (i, f) in rec.fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    string(&f.name, out);
-                    out.push(b':');
-                    self.value(&f.schema, out, depth + 1)?;
-                }
-                out.push(b'}');
-            }
+            Schema::Record(rec) => self.record(rec, out, depth)?,
             Schema::Ref { name } => {
                 let target = self.lookup(name)?;
                 self.value(target, out, depth + 1)?;
             }
-            Schema::Decimal(d) => {
-                let raw = match &d.inner {
-                    InnerDecimalSchema::Bytes => self.bytes()?,
-                    InnerDecimalSchema::Fixed(f) => self.take(f.size, "fixed decimal")?,
-                };
-                decimal(raw, d.scale, out);
-            }
+            Schema::Decimal(d) => decimal(self.unscaled(&d.inner)?, d.scale, out),
             Schema::BigDecimal => {
-                // bytes holding (unscaled bytes, scale as an int) of Avro's big-decimal.
-                let inner = self.bytes()?;
-                let mut sub = Reader {
-                    bytes: inner,
-                    pos: 0,
-                    names: self.names,
-                };
-                let unscaled = sub.bytes()?;
-                let scale = sub.long()?;
-                let scale =
-                    usize::try_from(scale).map_err(|_| format!("big-decimal scale {scale}"))?;
+                let (unscaled, scale) = self.big_decimal()?;
                 decimal(unscaled, scale, out);
             }
-            Schema::Uuid(u) => match u {
-                UuidSchema::String => {
-                    let s = self.string()?;
-                    string(s, out);
-                }
-                UuidSchema::Bytes => {
-                    let b = self.bytes()?;
-                    uuid(b, out)?;
-                }
-                UuidSchema::Fixed(f) => {
-                    let b = self.take(f.size, "uuid")?;
-                    uuid(b, out)?;
-                }
-            },
-            Schema::Date => {
-                let days = self.int()?;
-                let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)
-                    .unwrap()
-                    .checked_add_signed(chrono::TimeDelta::days(i64::from(days)))
-                    .ok_or_else(|| format!("date out of range: {days} days"))?;
-                string(&date.format("%Y-%m-%d").to_string(), out);
-            }
-            Schema::TimeMillis => {
-                let ms = i64::from(self.int()?);
-                time_of_day(ms * 1_000_000, 3, out)?;
-            }
-            Schema::TimeMicros => {
-                let us = self.long()?;
-                time_of_day(us.saturating_mul(1000), 6, out)?;
-            }
+            Schema::Uuid(UuidSchema::String) => string(self.string()?, out),
+            Schema::Uuid(UuidSchema::Bytes) => uuid(self.bytes()?, out)?,
+            Schema::Uuid(UuidSchema::Fixed(f)) => uuid(self.take(f.size, "uuid")?, out)?,
+            Schema::Date => string(&self.date()?.format("%Y-%m-%d").to_string(), out),
+            Schema::TimeMillis => time_of_day(i64::from(self.int()?) * 1_000_000, 3, out)?,
+            Schema::TimeMicros => time_of_day(self.long()?.saturating_mul(1000), 6, out)?,
             Schema::TimestampMillis => timestamp(self.long()?, 1_000_000, 3, true, out)?,
             Schema::TimestampMicros => timestamp(self.long()?, 1000, 6, true, out)?,
             Schema::TimestampNanos => timestamp(self.long()?, 1, 9, true, out)?,
             Schema::LocalTimestampMillis => timestamp(self.long()?, 1_000_000, 3, false, out)?,
             Schema::LocalTimestampMicros => timestamp(self.long()?, 1000, 6, false, out)?,
             Schema::LocalTimestampNanos => timestamp(self.long()?, 1, 9, false, out)?,
-            Schema::Duration(_) => {
-                let b = self.take(12, "duration")?;
-                let part = |i: usize| u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
-                write!(
-                    out,
-                    "{{\"months\":{},\"days\":{},\"millis\":{}}}",
-                    part(0),
-                    part(1),
-                    part(2)
-                )
-                .unwrap();
+            Schema::Duration(_) => self.duration(out)?,
+        }
+        Ok(())
+    }
+
+    /// The symbol an enum's index names.
+    fn symbol<'s>(&mut self, e: &'s EnumSchema) -> Result<&'s str, String> {
+        let i = self.long()?;
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| e.symbols.get(i))
+            .map(String::as_str)
+            .ok_or_else(|| format!("enum {} has no symbol #{i}", e.name))
+    }
+
+    /// The schema of the union branch whose index comes next.
+    fn branch<'s>(&mut self, u: &'s UnionSchema) -> Result<&'s Schema, String> {
+        let i = self.long()?;
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| u.variants().get(i))
+            .ok_or_else(|| format!("union branch #{i} of a {}-branch union", u.variants().len()))
+    }
+
+    /// An array, block by block, as a JSON array.
+    fn array(&mut self, items: &Schema, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
+        out.push(b'[');
+        let mut first = true;
+        loop {
+            let n = self.block()?;
+            if n == 0 {
+                break;
+            }
+            for _ in 0..n {
+                if !std::mem::take(&mut first) {
+                    out.push(b',');
+                }
+                self.value(items, out, depth + 1)?;
             }
         }
+        out.push(b']');
+        Ok(())
+    }
+
+    /// A record as a JSON object of its fields, in the schema's order.
+    fn record(
+        &mut self,
+        rec: &RecordSchema,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<(), String> {
+        out.push(b'{');
+        for (i, f) in rec.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            string(&f.name, out);
+            out.push(b':');
+            self.value(&f.schema, out, depth + 1)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// A decimal's unscaled two's complement bytes: length-prefixed, or the fixed type's size.
+    fn unscaled(&mut self, inner: &InnerDecimalSchema) -> Result<&'a [u8], String> {
+        match inner {
+            InnerDecimalSchema::Bytes => self.bytes(),
+            InnerDecimalSchema::Fixed(f) => self.take(f.size, "fixed decimal"),
+        }
+    }
+
+    /// Avro's big-decimal: bytes holding (unscaled bytes, scale as an int).
+    fn big_decimal(&mut self) -> Result<(&'a [u8], usize), String> {
+        let inner = self.bytes()?;
+        let mut sub = Reader {
+            bytes: inner,
+            pos: 0,
+            names: self.names,
+        };
+        let unscaled = sub.bytes()?;
+        let scale = sub.long()?;
+        let scale = usize::try_from(scale).map_err(|_| format!("big-decimal scale {scale}"))?;
+        Ok((unscaled, scale))
+    }
+
+    /// A date: an int of days since 1970-01-01.
+    fn date(&mut self) -> Result<chrono::NaiveDate, String> {
+        let days = self.int()?;
+        chrono::NaiveDate::from_ymd_opt(1970, 1, 1)
+            .unwrap()
+            .checked_add_signed(chrono::TimeDelta::days(i64::from(days)))
+            .ok_or_else(|| format!("date out of range: {days} days"))
+    }
+
+    /// A duration (12 bytes: months, days, milliseconds as little-endian u32s) as a JSON object.
+    fn duration(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        let b = self.take(12, "duration")?;
+        let part = |i: usize| u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
+        write!(
+            out,
+            "{{\"months\":{},\"days\":{},\"millis\":{}}}",
+            part(0),
+            part(1),
+            part(2)
+        )
+        .unwrap();
         Ok(())
     }
 

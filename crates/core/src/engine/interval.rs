@@ -23,6 +23,7 @@ use super::plan::JoinPlan;
 use super::state::{JoinState, StateError, StateValue, TimedRow};
 use super::watermark::Watermarks;
 
+mod evict;
 mod restart;
 
 /// An unmatched outer row waiting for `SIDEJOIN_MAX_WAIT`.
@@ -33,16 +34,6 @@ struct Waiting {
     side: Side,
     join_key: Vec<u8>,
     item: Vec<u8>,
-}
-
-/// A stored row that became final, with what is needed to order and remove it.
-struct Final {
-    time: i64,
-    side: Side,
-    seq: u64,
-    partition: Partition,
-    item: Vec<u8>,
-    join_key: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -259,77 +250,6 @@ impl IntervalJoin {
             }
         }
         Ok(matched)
-    }
-
-    /// Removes every cached row that W made final, padding unmatched outer rows, in ascending
-    /// row time, left before right at equal times, then in arrival order.
-    fn evict<S: JoinState + ?Sized>(
-        &mut self,
-        state: &mut S,
-        out: &mut Vec<JoinedChange>,
-    ) -> Result<(), StateError> {
-        let w = self.marks.current();
-        let mut due: Vec<Final> = Vec::new();
-        let mut group = Vec::new();
-        for partition in self.marks.partitions() {
-            for side in Side::BOTH {
-                if self
-                    .due_from
-                    .get(&(side, partition))
-                    .is_some_and(|&t| !self.is_final(side, t, w))
-                {
-                    continue;
-                }
-                layout::interval_time_group(&mut group, partition, side);
-                let from = self.evicted_to.get(&(side, partition)).copied();
-                let mut next_due = i64::MAX;
-                let start = from.map(layout::time_bytes);
-                let mut last = from;
-                state.scan_from(
-                    &group,
-                    start.as_ref().map_or(&[][..], |s| &s[..]),
-                    &mut |item, value| {
-                        let Some(time) = layout::time_from_bytes(item) else {
-                            return false;
-                        };
-                        if !self.is_final(side, time, w) {
-                            next_due = time;
-                            return false;
-                        }
-                        last = Some(time);
-                        due.push(Final {
-                            time,
-                            side,
-                            seq: layout::interval_item_seq(item),
-                            partition,
-                            item: item.to_vec(),
-                            join_key: value.as_bytes().unwrap_or_default().to_vec(),
-                        });
-                        true
-                    },
-                )?;
-                // Rows arrive final or are stored: none is stored below what was evicted.
-                if let Some(t) = last {
-                    self.evicted_to.insert((side, partition), t);
-                }
-                self.due_from.insert((side, partition), next_due);
-            }
-        }
-        due.sort_by_key(|f| (f.time, f.side, f.seq));
-        for f in due {
-            layout::interval_rows_group(&mut group, f.partition, f.side, &f.join_key);
-            if let Some(entry) = state.get(&group, &f.item)?.and_then(StateValue::into_timed) {
-                if self.plan.side(f.side).outer && !entry.matched && !entry.padded {
-                    emit(out, f.side, &entry.row, None);
-                    self.stats.unmatched(f.side, UnmatchedReason::Watermark);
-                }
-            }
-            state.delete(&group, &f.item);
-            layout::interval_time_group(&mut group, f.partition, f.side);
-            state.delete(&group, &f.item);
-            self.stats.rows(f.partition, f.side, -1);
-        }
-        Ok(())
     }
 
     /// Processing time moved to `now`: pads rows whose `SIDEJOIN_MAX_WAIT` ran out, and lets W
