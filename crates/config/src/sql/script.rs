@@ -136,7 +136,8 @@ fn no_hints(tokens: &[TokenWithSpan]) -> Result<()> {
     }
 }
 
-/// One statement, told by its first words; an empty one (between two `;`) is skipped.
+/// One statement, told by its first words; one of only whitespace and comments (as after the
+/// last `;`) is skipped.
 fn read_statement(script: &mut Script, s: &mut Settings, tokens: Vec<TokenWithSpan>) -> Result<()> {
     let Some(first) = tokens.iter().find(|t| significant(t)) else {
         return Ok(());
