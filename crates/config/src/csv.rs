@@ -100,6 +100,11 @@ fn one_char(var: &str, value: &str) -> Result<u8, ConfigError> {
     }
 }
 
+/// `SIDEJOIN_<SIDE>_<NAMES[i]>`.
+fn csv_var(side: Side, i: usize) -> String {
+    format!("SIDEJOIN_{}_{}", side.var(), NAMES[i])
+}
+
 /// The csv settings of `side`; problems when they are set on a side that is not csv, or when
 /// a csv side lacks its columns.
 pub(super) fn csv_spec(
@@ -109,37 +114,15 @@ pub(super) fn csv_spec(
     format: Format,
 ) -> Option<CsvSpec> {
     let vals = raw.csv_of(side == Side::Left);
-    let var = |i: usize| format!("SIDEJOIN_{}_{}", side.var(), NAMES[i]);
     if format != Format::Csv {
-        for (i, v) in vals.iter().enumerate() {
-            if v.is_some() {
-                p.add(
-                    var(i),
-                    None,
-                    format!(
-                        "only applies to the csv format (SIDEJOIN_{}_FORMAT=csv)",
-                        side.var()
-                    ),
-                );
-            }
-        }
+        refuse_unless_csv(p, side, &vals);
         return None;
     }
-    let columns = match vals[0] {
-        Some(v) => p.take(parse_columns_typed(&var(0), v)).unwrap_or_default(),
-        None => {
-            p.add(
-                var(0),
-                None,
-                "required by the csv format: the columns in field order, `name TYPE, …` (e.g. `user_id STRING, score INT`)",
-            );
-            Vec::new()
-        }
-    };
+    let columns = csv_columns(p, side, vals[0]);
     let byte = |p: &mut Problems, i: usize, default: u8| {
         vals[i]
             .as_deref()
-            .and_then(|v| p.take(one_char(&var(i), v)))
+            .and_then(|v| p.take(one_char(&csv_var(side, i), v)))
             .unwrap_or(default)
     };
     let delimiter = byte(p, 1, b',');
@@ -147,13 +130,13 @@ pub(super) fn csv_spec(
     let flag = |p: &mut Problems, i: usize| {
         vals[i]
             .as_deref()
-            .and_then(|v| p.take(parse_bool(&var(i), v)))
+            .and_then(|v| p.take(parse_bool(&csv_var(side, i), v)))
             .unwrap_or(false)
     };
     let no_quote = flag(p, 3);
     let escape = vals[4]
         .as_deref()
-        .and_then(|v| p.take(one_char(&var(4), v)));
+        .and_then(|v| p.take(one_char(&csv_var(side, 4), v)));
     Some(CsvSpec {
         columns,
         delimiter,
@@ -162,6 +145,39 @@ pub(super) fn csv_spec(
         null_literal: vals[5].clone(),
         ignore_parse_errors: flag(p, 6),
     })
+}
+
+/// A problem for each csv variable (`vals`, in `NAMES` order) set on a side that is not csv.
+fn refuse_unless_csv(p: &mut Problems, side: Side, vals: &[&Option<String>]) {
+    for (i, v) in vals.iter().enumerate() {
+        if v.is_some() {
+            p.add(
+                csv_var(side, i),
+                None,
+                format!(
+                    "only applies to the csv format (SIDEJOIN_{}_FORMAT=csv)",
+                    side.var()
+                ),
+            );
+        }
+    }
+}
+
+/// `SIDEJOIN_<SIDE>_COLUMNS`, which a csv side needs.
+fn csv_columns(p: &mut Problems, side: Side, value: &Option<String>) -> Vec<ColumnSpec> {
+    match value {
+        Some(v) => p
+            .take(parse_columns_typed(&csv_var(side, 0), v))
+            .unwrap_or_default(),
+        None => {
+            p.add(
+                csv_var(side, 0),
+                None,
+                "required by the csv format: the columns in field order, `name TYPE, …` (e.g. `user_id STRING, score INT`)",
+            );
+            Vec::new()
+        }
+    }
 }
 
 #[cfg(test)]

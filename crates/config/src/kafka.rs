@@ -68,42 +68,10 @@ fn registry(p: &mut Problems, raw: &RawConfig) -> Option<RegistrySpec> {
         10_000,
     );
     let Some(url) = raw.schema_registry_url.as_deref().map(str::trim) else {
-        for (name, v) in [
-            (
-                "SIDEJOIN_SCHEMA_REGISTRY_USERNAME",
-                &raw.schema_registry_username,
-            ),
-            (
-                "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
-                &raw.schema_registry_password,
-            ),
-            (
-                "SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION",
-                &raw.schema_registry_ca_location,
-            ),
-        ] {
-            if v.is_some() {
-                p.add(name, None, "needs SIDEJOIN_SCHEMA_REGISTRY_URL");
-            }
-        }
+        refuse_without_url(p, raw);
         return None;
     };
-    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
-    let host = url.split_once("://").map_or("", |(_, rest)| rest);
-    if !scheme_ok || host.is_empty() {
-        p.add(
-            "SIDEJOIN_SCHEMA_REGISTRY_URL",
-            Some(url),
-            "expected an http:// or https:// URL, e.g. http://registry:8081",
-        );
-    } else if host.split('/').next().unwrap_or_default().contains('@') {
-        // Credentials in the URL would end up in logs; they have their own variables.
-        p.add(
-            "SIDEJOIN_SCHEMA_REGISTRY_URL",
-            None,
-            "must not hold credentials: use SIDEJOIN_SCHEMA_REGISTRY_USERNAME/_PASSWORD",
-        );
-    }
+    check_url(p, url);
     if raw.schema_registry_password.is_some() && raw.schema_registry_username.is_none() {
         p.add(
             "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
@@ -125,6 +93,48 @@ fn registry(p: &mut Problems, raw: &RawConfig) -> Option<RegistrySpec> {
         ca_location: raw.schema_registry_ca_location.clone(),
         timeout_ms,
     })
+}
+
+/// The registry's other variables, set without `SIDEJOIN_SCHEMA_REGISTRY_URL`.
+fn refuse_without_url(p: &mut Problems, raw: &RawConfig) {
+    for (name, v) in [
+        (
+            "SIDEJOIN_SCHEMA_REGISTRY_USERNAME",
+            &raw.schema_registry_username,
+        ),
+        (
+            "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
+            &raw.schema_registry_password,
+        ),
+        (
+            "SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION",
+            &raw.schema_registry_ca_location,
+        ),
+    ] {
+        if v.is_some() {
+            p.add(name, None, "needs SIDEJOIN_SCHEMA_REGISTRY_URL");
+        }
+    }
+}
+
+/// `SIDEJOIN_SCHEMA_REGISTRY_URL`: http(s), a host, and no credentials.
+fn check_url(p: &mut Problems, url: &str) {
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    let host = url.split_once("://").map_or("", |(_, rest)| rest);
+    if !scheme_ok || host.is_empty() {
+        p.add(
+            "SIDEJOIN_SCHEMA_REGISTRY_URL",
+            Some(url),
+            "expected an http:// or https:// URL, e.g. http://registry:8081",
+        );
+    } else if host.split('/').next().unwrap_or_default().contains('@') {
+        // Credentials in the URL would end up in logs; they have their own variables.
+        p.add(
+            "SIDEJOIN_SCHEMA_REGISTRY_URL",
+            None,
+            "must not hold credentials: use SIDEJOIN_SCHEMA_REGISTRY_USERNAME/_PASSWORD",
+        );
+    }
 }
 
 /// A static group member's id (`group.instance.id`): what Kafka accepts for it, 1–249 of

@@ -154,65 +154,73 @@ pub fn parse_select(value: &str) -> Result<Vec<SelectItem>, ConfigError> {
     let mut items = Vec::new();
     let mut aliases: Vec<&str> = Vec::new();
     for raw in value.split(',') {
-        let tokens: Vec<&str> = raw.split_whitespace().collect();
-        let (reference, alias) = match tokens.as_slice() {
-            [r] => (*r, None),
-            [r, kw, a] if kw.eq_ignore_ascii_case("as") => (*r, Some(*a)),
-            [] => return Err(err("empty item (two commas in a row, or a trailing comma)".into())),
-            _ => {
-                return Err(err(format!(
-                    "item `{}`: expected `l.col`, `r.col`, `l.*`, `r.*`, or a column followed by `AS name`",
-                    raw.trim()
-                )))
-            }
-        };
-        let Some((prefix, column)) = reference.split_once('.') else {
-            return Err(err(format!(
-                "item `{reference}`: expected a side prefix (`l.`, `r.`, `left.` or `right.`) before the column"
-            )));
-        };
-        let side = match prefix.to_ascii_lowercase().as_str() {
-            "l" | "left" => Side::Left,
-            "r" | "right" => Side::Right,
-            _ => {
-                return Err(err(format!(
-                "item `{reference}`: unknown side prefix `{prefix}` (expected l, r, left or right)"
-            )))
-            }
-        };
-        if column == "*" {
-            if alias.is_some() {
-                return Err(err(format!(
-                    "item `{}`: `{prefix}.*` cannot have AS",
-                    raw.trim()
-                )));
-            }
-            items.push(SelectItem::All(side));
-            continue;
-        }
-        if !is_identifier(column) {
-            return Err(err(format!(
-                "item `{reference}`: column name `{column}` must match [A-Za-z_][A-Za-z0-9_]*"
-            )));
-        }
-        if let Some(a) = alias {
-            if !is_identifier(a) {
-                return Err(err(format!(
-                    "output name `{a}` must match [A-Za-z_][A-Za-z0-9_]*"
-                )));
-            }
-            if aliases.contains(&a) {
-                return Err(err(format!("duplicate output name `{a}`")));
-            }
-            aliases.push(a);
-        }
-        items.push(SelectItem::Column {
-            side,
-            column: column.to_owned(),
-            alias: alias.map(str::to_owned),
-        });
+        items.push(parse_item(raw, &mut aliases).map_err(err)?);
     }
     Ok(items)
+}
+
+/// One item of the list, `raw` as written between its commas; `aliases` are the `AS` names
+/// before it, which it must not repeat. The error is the message.
+fn parse_item<'a>(raw: &'a str, aliases: &mut Vec<&'a str>) -> Result<SelectItem, String> {
+    let tokens: Vec<&str> = raw.split_whitespace().collect();
+    let (reference, alias) = match tokens.as_slice() {
+        [r] => (*r, None),
+        [r, kw, a] if kw.eq_ignore_ascii_case("as") => (*r, Some(*a)),
+        [] => return Err("empty item (two commas in a row, or a trailing comma)".into()),
+        _ => {
+            let item = raw.trim();
+            return Err(format!(
+                "item `{item}`: expected `l.col`, `r.col`, `l.*`, `r.*`, or a column followed by `AS name`"
+            ));
+        }
+    };
+    let Some((prefix, column)) = reference.split_once('.') else {
+        return Err(format!(
+            "item `{reference}`: expected a side prefix (`l.`, `r.`, `left.` or `right.`) before the column"
+        ));
+    };
+    let side = side_of(reference, prefix)?;
+    if column == "*" {
+        if alias.is_some() {
+            return Err(format!(
+                "item `{}`: `{prefix}.*` cannot have AS",
+                raw.trim()
+            ));
+        }
+        return Ok(SelectItem::All(side));
+    }
+    if !is_identifier(column) {
+        return Err(format!(
+            "item `{reference}`: column name `{column}` must match [A-Za-z_][A-Za-z0-9_]*"
+        ));
+    }
+    if let Some(a) = alias {
+        if !is_identifier(a) {
+            return Err(format!(
+                "output name `{a}` must match [A-Za-z_][A-Za-z0-9_]*"
+            ));
+        }
+        if aliases.contains(&a) {
+            return Err(format!("duplicate output name `{a}`"));
+        }
+        aliases.push(a);
+    }
+    Ok(SelectItem::Column {
+        side,
+        column: column.to_owned(),
+        alias: alias.map(str::to_owned),
+    })
+}
+
+/// The side a `prefix` (`l`, `r`, `left`, `right`, in any case) names, in item `reference`.
+fn side_of(reference: &str, prefix: &str) -> Result<Side, String> {
+    match prefix.to_ascii_lowercase().as_str() {
+        "l" | "left" => Ok(Side::Left),
+        "r" | "right" => Ok(Side::Right),
+        _ => Err(format!(
+            "item `{reference}`: unknown side prefix `{prefix}` (expected l, r, left or right)"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -88,72 +88,14 @@ fn is_word(t: &Token, word: &str) -> bool {
 pub(super) fn parse_create_table(tokens: Vec<TokenWithSpan>) -> Result<Table> {
     let dialect = GenericDialect {};
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
-    let start = here(&p);
-    wrap!(&p, p.expect_keyword(Keyword::CREATE))?;
-    let _ = p.parse_keyword(Keyword::TEMPORARY);
-    wrap!(&p, p.expect_keyword(Keyword::TABLE))?;
-    let _ = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
-    let name_at = here(&p);
-    let name = wrap!(&p, p.parse_object_name(false))?;
-    if name.0.len() != 1 {
-        return Err(SqlError::new(
-            name_at,
-            name.to_string(),
-            "expected a plain table name (catalogs and databases are not supported)",
-        ));
-    }
-    let mut table = Table {
-        name: name.0[0]
-            .as_ident()
-            .map(ident_name)
-            .unwrap_or_else(|| name.to_string()),
-        at: name_at,
-        columns: Vec::new(),
-        primary_key: None,
-        watermark: None,
-        options: Vec::new(),
-    };
-    let _ = start;
-    wrap!(&p, p.expect_token(&Token::LParen))?;
-    loop {
-        table_element(&mut p, &mut table)?;
-        if p.consume_token(&Token::Comma) {
-            continue;
-        }
-        wrap!(&p, p.expect_token(&Token::RParen))?;
-        break;
-    }
+    let mut table = table_name(&mut p)?;
+    table_elements(&mut p, &mut table)?;
+    // A table comment is read and dropped.
     if p.parse_keyword(Keyword::COMMENT) {
         wrap!(&p, p.parse_literal_string())?;
     }
-    let at = here(&p);
-    if !p.parse_keyword(Keyword::WITH) {
-        let t = p.peek_token();
-        if t.token == Token::EOF {
-            return Err(SqlError::new(
-                at,
-                format!("CREATE TABLE {}", table.name),
-                "expected WITH ('connector' = …): sidejoin needs each table's connector and format",
-            ));
-        }
-        return Err(SqlError::new(
-            at,
-            t.token.to_string(),
-            "expected WITH (…) after the column list (PARTITIONED BY, LIKE and the like are not supported)",
-        ));
-    }
-    wrap!(&p, p.expect_token(&Token::LParen))?;
-    loop {
-        let at = here(&p);
-        let key = wrap!(&p, p.parse_literal_string())?;
-        wrap!(&p, p.expect_token(&Token::Eq))?;
-        let value = wrap!(&p, p.parse_literal_string())?;
-        table.options.push(TableOption { key, value, at });
-        if !p.consume_token(&Token::Comma) {
-            break;
-        }
-    }
-    wrap!(&p, p.expect_token(&Token::RParen))?;
+    expect_with(&mut p, &table.name)?;
+    table.options = with_options(&mut p)?;
     let rest = p.peek_token();
     if rest.token != Token::EOF {
         return Err(SqlError::new(
@@ -163,6 +105,87 @@ pub(super) fn parse_create_table(tokens: Vec<TokenWithSpan>) -> Result<Table> {
         ));
     }
     Ok(table)
+}
+
+/// `CREATE [TEMPORARY] TABLE [IF NOT EXISTS] name`: the table, with no columns or options yet.
+fn table_name(p: &mut Parser) -> Result<Table> {
+    wrap!(p, p.expect_keyword(Keyword::CREATE))?;
+    let _ = p.parse_keyword(Keyword::TEMPORARY);
+    wrap!(p, p.expect_keyword(Keyword::TABLE))?;
+    let _ = p.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name_at = here(p);
+    let name = wrap!(p, p.parse_object_name(false))?;
+    if name.0.len() != 1 {
+        return Err(SqlError::new(
+            name_at,
+            name.to_string(),
+            "expected a plain table name (catalogs and databases are not supported)",
+        ));
+    }
+    Ok(Table {
+        name: name.0[0]
+            .as_ident()
+            .map(ident_name)
+            .unwrap_or_else(|| name.to_string()),
+        at: name_at,
+        columns: Vec::new(),
+        primary_key: None,
+        watermark: None,
+        options: Vec::new(),
+    })
+}
+
+/// `(element, element, …)`: the columns, watermark and constraints.
+fn table_elements(p: &mut Parser, table: &mut Table) -> Result<()> {
+    wrap!(p, p.expect_token(&Token::LParen))?;
+    loop {
+        table_element(p, table)?;
+        if p.consume_token(&Token::Comma) {
+            continue;
+        }
+        wrap!(p, p.expect_token(&Token::RParen))?;
+        return Ok(());
+    }
+}
+
+/// The `WITH` after the column list: sidejoin needs the options (connector, format), and
+/// supports no other clause there.
+fn expect_with(p: &mut Parser, table: &str) -> Result<()> {
+    let at = here(p);
+    if p.parse_keyword(Keyword::WITH) {
+        return Ok(());
+    }
+    let t = p.peek_token();
+    if t.token == Token::EOF {
+        return Err(SqlError::new(
+            at,
+            format!("CREATE TABLE {table}"),
+            "expected WITH ('connector' = …): sidejoin needs each table's connector and format",
+        ));
+    }
+    Err(SqlError::new(
+        at,
+        t.token.to_string(),
+        "expected WITH (…) after the column list (PARTITIONED BY, LIKE and the like are not supported)",
+    ))
+}
+
+/// `('key' = 'value', …)` after `WITH`, in written order.
+fn with_options(p: &mut Parser) -> Result<Vec<TableOption>> {
+    let mut options = Vec::new();
+    wrap!(p, p.expect_token(&Token::LParen))?;
+    loop {
+        let at = here(p);
+        let key = wrap!(p, p.parse_literal_string())?;
+        wrap!(p, p.expect_token(&Token::Eq))?;
+        let value = wrap!(p, p.parse_literal_string())?;
+        options.push(TableOption { key, value, at });
+        if !p.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    wrap!(p, p.expect_token(&Token::RParen))?;
+    Ok(options)
 }
 
 fn primary_key(p: &mut Parser, table: &mut Table, at: At) -> Result<()> {
@@ -206,14 +229,7 @@ fn table_element(p: &mut Parser, table: &mut Table) -> Result<()> {
     let next = p.peek_token().token;
     if is_word(&next, "watermark") {
         p.next_token();
-        wrap!(p, p.expect_keyword(Keyword::FOR))?;
-        let col = wrap!(p, p.parse_identifier())?;
-        wrap!(p, p.expect_keyword(Keyword::AS))?;
-        let expr_at = here(p);
-        let expr = wrap!(p, p.parse_expr())?;
-        let delay = watermark_delay(&col.value, &expr, expr_at)?;
-        table.watermark = Some((col.value, delay, at));
-        return Ok(());
+        return watermark(p, table, at);
     }
     if p.parse_keyword(Keyword::PRIMARY) {
         return primary_key(p, table, at);
@@ -225,26 +241,59 @@ fn table_element(p: &mut Parser, table: &mut Table) -> Result<()> {
     }
     let name = wrap!(p, p.parse_identifier())?;
     if p.parse_keyword(Keyword::AS) {
-        let expr_at = here(p);
-        let expr = wrap!(p, p.parse_expr())?;
-        let is_proctime = matches!(&expr, Expr::Function(f)
-            if f.name.to_string().eq_ignore_ascii_case("proctime") && f.args.to_string() == "()");
-        if !is_proctime {
-            return Err(SqlError::new(
-                expr_at,
-                expr.to_string(),
-                "computed columns are not supported, except `name AS PROCTIME()` (accepted, not materialised)",
-            ));
-        }
-        table.columns.push(Column {
-            name: name.value,
-            ty: None,
-            at,
-        });
-        return Ok(());
+        return proctime_column(p, table, name.value, at);
     }
+    physical_column(p, table, name.value, at)
+}
+
+/// `FOR col AS col - INTERVAL …`, after `WATERMARK`.
+fn watermark(p: &mut Parser, table: &mut Table, at: At) -> Result<()> {
+    wrap!(p, p.expect_keyword(Keyword::FOR))?;
+    let col = wrap!(p, p.parse_identifier())?;
+    wrap!(p, p.expect_keyword(Keyword::AS))?;
+    let expr_at = here(p);
+    let expr = wrap!(p, p.parse_expr())?;
+    let delay = watermark_delay(&col.value, &expr, expr_at)?;
+    table.watermark = Some((col.value, delay, at));
+    Ok(())
+}
+
+/// The expression after `name AS`: only `PROCTIME()` is accepted, as a column sidejoin does
+/// not materialise.
+fn proctime_column(p: &mut Parser, table: &mut Table, name: String, at: At) -> Result<()> {
+    let expr_at = here(p);
+    let expr = wrap!(p, p.parse_expr())?;
+    let is_proctime = matches!(&expr, Expr::Function(f)
+        if f.name.to_string().eq_ignore_ascii_case("proctime") && f.args.to_string() == "()");
+    if !is_proctime {
+        return Err(SqlError::new(
+            expr_at,
+            expr.to_string(),
+            "computed columns are not supported, except `name AS PROCTIME()` (accepted, not materialised)",
+        ));
+    }
+    table.columns.push(Column { name, ty: None, at });
+    Ok(())
+}
+
+/// `name TYPE [options]`: a column the records hold.
+fn physical_column(p: &mut Parser, table: &mut Table, name: String, at: At) -> Result<()> {
     let ty = wrap!(p, p.parse_data_type())?;
-    // Column options: NOT NULL, NULL, PRIMARY KEY NOT ENFORCED, COMMENT '…'.
+    column_options(p, table, &name)?;
+    if table.has_column(&name) {
+        return Err(SqlError::new(at, &name, "column declared twice"));
+    }
+    table.columns.push(Column {
+        name,
+        ty: Some(ty.to_string()),
+        at,
+    });
+    Ok(())
+}
+
+/// Column options up to the list's next `,` or `)`: NOT NULL, NULL, PRIMARY KEY NOT ENFORCED,
+/// COMMENT '…'.
+fn column_options(p: &mut Parser, table: &mut Table, column: &str) -> Result<()> {
     loop {
         let opt_at = here(p);
         if p.parse_keywords(&[Keyword::NOT, Keyword::NULL]) || p.parse_keyword(Keyword::NULL) {
@@ -256,12 +305,12 @@ fn table_element(p: &mut Parser, table: &mut Table) -> Result<()> {
         }
         if p.parse_keywords(&[Keyword::PRIMARY, Keyword::KEY]) {
             not_enforced(p, opt_at)?;
-            set_primary_key(table, vec![name.value.clone()], opt_at)?;
+            set_primary_key(table, vec![column.to_owned()], opt_at)?;
             continue;
         }
         let t = p.peek_token();
         if matches!(t.token, Token::Comma | Token::RParen) {
-            break;
+            return Ok(());
         }
         return Err(SqlError::new(
             opt_at,
@@ -269,15 +318,6 @@ fn table_element(p: &mut Parser, table: &mut Table) -> Result<()> {
             "unsupported column option (METADATA and VIRTUAL columns are not supported; NOT NULL, COMMENT and PRIMARY KEY NOT ENFORCED are)",
         ));
     }
-    if table.has_column(&name.value) {
-        return Err(SqlError::new(at, &name.value, "column declared twice"));
-    }
-    table.columns.push(Column {
-        name: name.value,
-        ty: Some(ty.to_string()),
-        at,
-    });
-    Ok(())
 }
 
 /// `col` or `col - INTERVAL 'n' UNIT` → the delay in ms.

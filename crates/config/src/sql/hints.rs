@@ -3,6 +3,9 @@
 //! (with the words before and after them, which say what a hint is attached to) and their text
 //! is tokenized again with sqlparser's tokenizer; no SQL is scanned by hand.
 
+use std::iter::Peekable;
+use std::slice;
+
 use sqlparser::dialect::GenericDialect;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
 
@@ -109,10 +112,10 @@ fn text_of(t: &Token) -> Option<String> {
     }
 }
 
-/// `NAME(args) [, NAME(args)]…`
-fn parse_body(body: &str, origin: At) -> Result<Vec<Hint>> {
+/// The significant tokens of a hint's text (`body`, after `/*+`).
+fn body_tokens(body: &str, origin: At) -> Result<Vec<TokenWithSpan>> {
     let dialect = GenericDialect {};
-    let tokens: Vec<TokenWithSpan> = Tokenizer::new(&dialect, body)
+    Ok(Tokenizer::new(&dialect, body)
         .tokenize_with_location()
         .map_err(|e| {
             SqlError::new(
@@ -123,60 +126,39 @@ fn parse_body(body: &str, origin: At) -> Result<Vec<Hint>> {
         })?
         .into_iter()
         .filter(|t| significant(&t.token))
-        .collect();
-    let mut it = tokens.iter().peekable();
-    let mut hints = Vec::new();
-    let bad = |t: Option<&TokenWithSpan>, what: &str| {
-        let at = t.map(|t| shift(origin, t)).unwrap_or(origin);
+        .collect())
+}
+
+/// A hint comment's text (after `/*+`) and where the comment starts, for the errors.
+struct Body<'a> {
+    text: &'a str,
+    origin: At,
+}
+
+impl Body<'_> {
+    /// The comment cannot be read: `what` was expected at `t` (at the comment when its text
+    /// ended).
+    fn bad(&self, t: Option<&TokenWithSpan>, what: &str) -> SqlError {
+        let at = t.map(|t| shift(self.origin, t)).unwrap_or(self.origin);
         SqlError::new(
             at,
-            format!("/*+{body}*/"),
+            format!("/*+{}*/", self.text),
             format!("cannot read the hint: expected {what}"),
         )
-    };
+    }
+}
+
+/// The tokens of a hint's text still to read.
+type Tokens<'t> = Peekable<slice::Iter<'t, TokenWithSpan>>;
+
+/// `NAME(args) [, NAME(args)]…`
+fn parse_body(body: &str, origin: At) -> Result<Vec<Hint>> {
+    let tokens = body_tokens(body, origin)?;
+    let b = Body { text: body, origin };
+    let mut it = tokens.iter().peekable();
+    let mut hints = Vec::new();
     while let Some(t) = it.next() {
-        let Token::Word(w) = &t.token else {
-            return Err(bad(Some(t), "a hint name such as OPTIONS or BROADCAST"));
-        };
-        let mut hint = Hint {
-            name: w.value.to_ascii_uppercase(),
-            args: Vec::new(),
-            at: shift(origin, t),
-            before: None,
-            after: None,
-        };
-        match it.next() {
-            Some(t) if t.token == Token::LParen => {}
-            other => return Err(bad(other, "`(` after the hint name")),
-        }
-        loop {
-            let Some(t) = it.next() else {
-                return Err(bad(None, "`)`"));
-            };
-            if t.token == Token::RParen && hint.args.is_empty() {
-                break;
-            }
-            let Some(first) = text_of(&t.token) else {
-                return Err(bad(Some(t), "a name or a 'key'='value' pair"));
-            };
-            let at = shift(origin, t);
-            if it.peek().is_some_and(|n| n.token == Token::Eq) {
-                it.next();
-                let v = it.next();
-                let Some(value) = v.and_then(|v| text_of(&v.token)) else {
-                    return Err(bad(v, "a value after `=`"));
-                };
-                hint.args.push((HintArg::Pair(first, value), at));
-            } else {
-                hint.args.push((HintArg::Name(first), at));
-            }
-            match it.next() {
-                Some(t) if t.token == Token::Comma => continue,
-                Some(t) if t.token == Token::RParen => break,
-                other => return Err(bad(other, "`,` or `)`")),
-            }
-        }
-        hints.push(hint);
+        hints.push(hint(&b, t, &mut it)?);
         if let Some(t) = it.peek() {
             if t.token == Token::Comma {
                 it.next();
@@ -184,6 +166,60 @@ fn parse_body(body: &str, origin: At) -> Result<Vec<Hint>> {
         }
     }
     Ok(hints)
+}
+
+/// One `NAME(args)`, from its name `t` on.
+fn hint(b: &Body, t: &TokenWithSpan, it: &mut Tokens) -> Result<Hint> {
+    let Token::Word(w) = &t.token else {
+        return Err(b.bad(Some(t), "a hint name such as OPTIONS or BROADCAST"));
+    };
+    match it.next() {
+        Some(t) if t.token == Token::LParen => {}
+        other => return Err(b.bad(other, "`(` after the hint name")),
+    }
+    Ok(Hint {
+        name: w.value.to_ascii_uppercase(),
+        args: args(b, it)?,
+        at: shift(b.origin, t),
+        before: None,
+        after: None,
+    })
+}
+
+/// The arguments after `(`, up to its `)`.
+fn args(b: &Body, it: &mut Tokens) -> Result<Vec<(HintArg, At)>> {
+    let mut args = Vec::new();
+    loop {
+        let Some(t) = it.next() else {
+            return Err(b.bad(None, "`)`"));
+        };
+        if t.token == Token::RParen && args.is_empty() {
+            return Ok(args);
+        }
+        args.push(arg(b, t, it)?);
+        match it.next() {
+            Some(t) if t.token == Token::Comma => continue,
+            Some(t) if t.token == Token::RParen => return Ok(args),
+            other => return Err(b.bad(other, "`,` or `)`")),
+        }
+    }
+}
+
+/// One argument, from its first token `t` on: `name`, or `key = value`.
+fn arg(b: &Body, t: &TokenWithSpan, it: &mut Tokens) -> Result<(HintArg, At)> {
+    let Some(first) = text_of(&t.token) else {
+        return Err(b.bad(Some(t), "a name or a 'key'='value' pair"));
+    };
+    let at = shift(b.origin, t);
+    if it.peek().is_some_and(|n| n.token == Token::Eq) {
+        it.next();
+        let v = it.next();
+        let Some(value) = v.and_then(|v| text_of(&v.token)) else {
+            return Err(b.bad(v, "a value after `=`"));
+        };
+        return Ok((HintArg::Pair(first, value), at));
+    }
+    Ok((HintArg::Name(first), at))
 }
 
 #[cfg(test)]

@@ -33,118 +33,148 @@ pub(super) fn apply(
     extra: &mut [Vec<TableOption>; 2],
 ) -> Result<()> {
     for h in hints {
-        let text = h.text();
         match h.name.as_str() {
-            "OPTIONS" => {
-                for (arg, at) in &h.args {
-                    let HintArg::Pair(k, v) = arg else {
-                        return Err(SqlError::new(
-                            *at,
-                            &text,
-                            "OPTIONS takes 'key'='value' pairs",
-                        ));
-                    };
-                    let v = v.to_ascii_lowercase();
-                    match k.as_str() {
-                        "allows.generated-retracts" => {
-                            s.set("ALLOW_GENERATED_RETRACTS", v, h.at, &text)?
-                        }
-                        "duplicate.left" => s.set("DEDUP_LEFT", v, h.at, &text)?,
-                        "duplicate.right" => s.set("DEDUP_RIGHT", v, h.at, &text)?,
-                        _ => {
-                            let joins = |w: &Option<String>| {
-                                w.as_deref().is_some_and(|w| {
-                                    [",", "JOIN", "FROM"]
-                                        .iter()
-                                        .any(|k| k.eq_ignore_ascii_case(w))
-                                })
-                            };
-                            let table = if joins(&h.before) {
-                                &h.after
-                            } else {
-                                &h.before
-                            };
-                            let side = table
-                                .as_deref()
-                                .and_then(|t| Side::BOTH.into_iter().find(|s| inputs[s.index()].is_called(t)))
-                                .ok_or_else(|| SqlError::new(*at, &text, format!(
-                                    "unknown join option `{k}` (join options: allows.generated-retracts, duplicate.left, duplicate.right); a table's dynamic options must follow the table's name"
-                                )))?;
-                            extra[side.index()].push(TableOption {
-                                key: k.clone(),
-                                value: v.clone(),
-                                at: *at,
-                            });
-                        }
-                    }
-                }
-            }
-            "BROADCAST" => {
-                if h.args.len() != 1 {
-                    return Err(SqlError::new(
-                        h.at,
-                        &text,
-                        "sidejoin broadcasts one of its two tables: BROADCAST(t)",
-                    ));
-                }
-                let (HintArg::Name(n), at) = &h.args[0] else {
-                    return Err(SqlError::new(h.at, &text, "BROADCAST takes a table name"));
-                };
-                let side = side_named(inputs, n, h, *at)?;
-                s.set("BROADCAST", side.name(), h.at, &text)?;
-            }
-            "HASH_BY_KEY" => {
-                for (arg, at) in &h.args {
-                    let HintArg::Pair(t, cols) = arg else {
-                        return Err(SqlError::new(
-                            *at,
-                            &text,
-                            "HASH_BY_KEY takes 'table'='col[, col]' pairs",
-                        ));
-                    };
-                    let side = side_named(inputs, t, h, *at)?;
-                    let cols: Vec<&str> = cols.split(',').map(str::trim).collect();
-                    s.set(
-                        &format!("{}_HASH_BY", side.var()),
-                        cols.join(","),
-                        h.at,
-                        &text,
-                    )?;
-                }
-            }
-            "STATE_TTL" => {
-                for (arg, at) in &h.args {
-                    let HintArg::Pair(t, d) = arg else {
-                        return Err(SqlError::new(
-                            *at,
-                            &text,
-                            "STATE_TTL takes 'table'='duration' pairs",
-                        ));
-                    };
-                    let side = side_named(inputs, t, h, *at)?;
-                    let ms = time::flink_duration_ms(d).ok_or_else(|| {
-                        SqlError::new(
-                            *at,
-                            &text,
-                            "expected a duration such as '1d', '12 h' or milliseconds",
-                        )
-                    })?;
-                    s.set(
-                        &format!("{}_STATE_TTL", side.var()),
-                        time::env_duration(ms),
-                        h.at,
-                        &text,
-                    )?;
-                }
-            }
+            "OPTIONS" => options(s, h, inputs, extra)?,
+            "BROADCAST" => broadcast(s, h, inputs)?,
+            "HASH_BY_KEY" => hash_by_key(s, h, inputs)?,
+            "STATE_TTL" => state_ttl(s, h, inputs)?,
             _ => {
                 return Err(SqlError::new(
                     h.at,
-                    &text,
+                    h.text(),
                     "unknown hint (supported: OPTIONS, BROADCAST, HASH_BY_KEY, STATE_TTL)",
                 ))
             }
         }
+    }
+    Ok(())
+}
+
+/// `OPTIONS('key'='value', …)`: the MRS join options, or the dynamic options of the table the
+/// hint follows (into `extra`).
+fn options(
+    s: &mut Settings,
+    h: &Hint,
+    inputs: &[Input; 2],
+    extra: &mut [Vec<TableOption>; 2],
+) -> Result<()> {
+    let text = h.text();
+    for (arg, at) in &h.args {
+        let HintArg::Pair(k, v) = arg else {
+            return Err(SqlError::new(
+                *at,
+                &text,
+                "OPTIONS takes 'key'='value' pairs",
+            ));
+        };
+        let v = v.to_ascii_lowercase();
+        match k.as_str() {
+            "allows.generated-retracts" => s.set("ALLOW_GENERATED_RETRACTS", v, h.at, &text)?,
+            "duplicate.left" => s.set("DEDUP_LEFT", v, h.at, &text)?,
+            "duplicate.right" => s.set("DEDUP_RIGHT", v, h.at, &text)?,
+            _ => {
+                let side = hinted_table(h, inputs)
+                    .ok_or_else(|| SqlError::new(*at, &text, format!(
+                        "unknown join option `{k}` (join options: allows.generated-retracts, duplicate.left, duplicate.right); a table's dynamic options must follow the table's name"
+                    )))?;
+                extra[side.index()].push(TableOption {
+                    key: k.clone(),
+                    value: v.clone(),
+                    at: *at,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The join's table a hint follows: the word after the comment when the word before it is
+/// `FROM`, `JOIN` or `,` (`JOIN /*+ … */ b`), else the word before it (`b /*+ … */`).
+fn hinted_table(h: &Hint, inputs: &[Input; 2]) -> Option<Side> {
+    let joins = |w: &Option<String>| {
+        w.as_deref().is_some_and(|w| {
+            [",", "JOIN", "FROM"]
+                .iter()
+                .any(|k| k.eq_ignore_ascii_case(w))
+        })
+    };
+    let table = if joins(&h.before) {
+        &h.after
+    } else {
+        &h.before
+    };
+    table.as_deref().and_then(|t| {
+        Side::BOTH
+            .into_iter()
+            .find(|s| inputs[s.index()].is_called(t))
+    })
+}
+
+/// `BROADCAST(t)`: the one table to broadcast.
+fn broadcast(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
+    let text = h.text();
+    if h.args.len() != 1 {
+        return Err(SqlError::new(
+            h.at,
+            &text,
+            "sidejoin broadcasts one of its two tables: BROADCAST(t)",
+        ));
+    }
+    let (HintArg::Name(n), at) = &h.args[0] else {
+        return Err(SqlError::new(h.at, &text, "BROADCAST takes a table name"));
+    };
+    let side = side_named(inputs, n, h, *at)?;
+    s.set("BROADCAST", side.name(), h.at, &text)
+}
+
+/// `HASH_BY_KEY('t'='col[, col]', …)`: the columns a table is repartitioned by.
+fn hash_by_key(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
+    let text = h.text();
+    for (arg, at) in &h.args {
+        let HintArg::Pair(t, cols) = arg else {
+            return Err(SqlError::new(
+                *at,
+                &text,
+                "HASH_BY_KEY takes 'table'='col[, col]' pairs",
+            ));
+        };
+        let side = side_named(inputs, t, h, *at)?;
+        let cols: Vec<&str> = cols.split(',').map(str::trim).collect();
+        s.set(
+            &format!("{}_HASH_BY", side.var()),
+            cols.join(","),
+            h.at,
+            &text,
+        )?;
+    }
+    Ok(())
+}
+
+/// `STATE_TTL('t'='duration', …)`: a table's state TTL.
+fn state_ttl(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
+    let text = h.text();
+    for (arg, at) in &h.args {
+        let HintArg::Pair(t, d) = arg else {
+            return Err(SqlError::new(
+                *at,
+                &text,
+                "STATE_TTL takes 'table'='duration' pairs",
+            ));
+        };
+        let side = side_named(inputs, t, h, *at)?;
+        let ms = time::flink_duration_ms(d).ok_or_else(|| {
+            SqlError::new(
+                *at,
+                &text,
+                "expected a duration such as '1d', '12 h' or milliseconds",
+            )
+        })?;
+        s.set(
+            &format!("{}_STATE_TTL", side.var()),
+            time::env_duration(ms),
+            h.at,
+            &text,
+        )?;
     }
     Ok(())
 }

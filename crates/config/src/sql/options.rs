@@ -251,14 +251,7 @@ pub(super) fn sink(s: &mut Settings, t: &Table) -> Result<()> {
             "connector" => {}
             "topic" => s.set("OUTPUT_TOPIC", &o.value, o.at, q)?,
             "format" | "value.format" => {
-                let (mode, format) = match (o.value.to_ascii_lowercase().as_str(), upsert) {
-                    ("json", false) => ("append", "json"),
-                    ("debezium-json", false) => ("changelog", "json"),
-                    ("avro-confluent", false) => ("append", "avro"),
-                    ("json", true) => ("upsert", "json"),
-                    ("avro-confluent", true) => ("upsert", "avro"),
-                    _ => return Err(bad(o, "unsupported sink format (kafka: json, debezium-json, avro-confluent; upsert-kafka: json, avro-confluent)")),
-                };
+                let (mode, format) = sink_format(o, upsert)?;
                 s.set("OUTPUT_MODE", mode, o.at, &q)?;
                 s.set("OUTPUT_FORMAT", format, o.at, &q)?;
                 mode_set = true;
@@ -267,17 +260,7 @@ pub(super) fn sink(s: &mut Settings, t: &Table) -> Result<()> {
             "key.fields" if !upsert => s.set("OUTPUT_KEY", o.value.replace(';', ","), o.at, q)?,
             "value.fields-include" if o.value.eq_ignore_ascii_case("all") => {}
             "sink.delivery-guarantee" => {
-                let g = match o.value.as_str() {
-                    "at-least-once" => "at_least_once",
-                    "exactly-once" => "exactly_once",
-                    _ => {
-                        return Err(bad(
-                            o,
-                            "supported delivery guarantees: at-least-once, exactly-once",
-                        ))
-                    }
-                };
-                s.set("PROCESSING_GUARANTEE", g, o.at, q)?;
+                s.set("PROCESSING_GUARANTEE", delivery_guarantee(o)?, o.at, q)?;
             }
             _ => return Err(bad(o, "unsupported option for a sink table")),
         }
@@ -290,6 +273,30 @@ pub(super) fn sink(s: &mut Settings, t: &Table) -> Result<()> {
         ));
     }
     primary_key(s, t, "OUTPUT_KEY", upsert)
+}
+
+/// A sink's value format: `(SIDEJOIN_OUTPUT_MODE, SIDEJOIN_OUTPUT_FORMAT)`.
+fn sink_format(o: &TableOption, upsert: bool) -> Result<(&'static str, &'static str)> {
+    Ok(match (o.value.to_ascii_lowercase().as_str(), upsert) {
+        ("json", false) => ("append", "json"),
+        ("debezium-json", false) => ("changelog", "json"),
+        ("avro-confluent", false) => ("append", "avro"),
+        ("json", true) => ("upsert", "json"),
+        ("avro-confluent", true) => ("upsert", "avro"),
+        _ => return Err(bad(o, "unsupported sink format (kafka: json, debezium-json, avro-confluent; upsert-kafka: json, avro-confluent)")),
+    })
+}
+
+/// `sink.delivery-guarantee` as `SIDEJOIN_PROCESSING_GUARANTEE`.
+fn delivery_guarantee(o: &TableOption) -> Result<&'static str> {
+    match o.value.as_str() {
+        "at-least-once" => Ok("at_least_once"),
+        "exactly-once" => Ok("exactly_once"),
+        _ => Err(bad(
+            o,
+            "supported delivery guarantees: at-least-once, exactly-once",
+        )),
+    }
 }
 
 /// A table's `PRIMARY KEY (…)` as the setting `var`; an upsert-kafka table must have one.

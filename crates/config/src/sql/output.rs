@@ -3,8 +3,8 @@
 
 use sqlparser::ast::{Select, SelectItem, SelectItemQualifiedWildcardKind};
 
-use super::condition::Condition;
-use super::error::{Result, SqlError};
+use super::condition::{Condition, Interval};
+use super::error::{At, Result, SqlError};
 use super::query::{at, column, refuse, Input, Join};
 use super::settings::Settings;
 use super::time::env_duration;
@@ -84,36 +84,62 @@ pub(super) fn settings(
     let rk: Vec<&str> = cond.keys.iter().map(|k| k.1.as_str()).collect();
     s.set("LEFT_KEY", lk.join(","), on_at, &on)?;
     s.set("RIGHT_KEY", rk.join(","), on_at, &on)?;
-    let iv = &cond.interval;
-    if let (Some(lo), Some(hi), Some(iat)) = (iv.lower_ms, iv.upper_ms, iv.at) {
-        s.set("INTERVAL_LOWER", env_duration(lo), iat, &on)?;
-        s.set("INTERVAL_UPPER", env_duration(hi), iat, &on)?;
-        let mut delays = Vec::new();
-        for side in Side::BOTH {
-            let t = join.inputs[side.index()].table;
-            let col = iv.time[side.index()].clone().unwrap_or_default();
-            s.set(&format!("{}_TIME", side.var()), &col, iat, &on)?;
-            if let Some((wcol, delay, wat)) = &t.watermark {
-                if wcol == &col {
-                    delays.push((*delay, *wat, t.name.clone()));
-                }
+    interval(s, join, &cond.interval, &on)?;
+    select_list(s, join, select, output_names)
+}
+
+/// A watermark on a time column of the interval: `(delay in ms, position, table)`.
+type Delay = (i64, At, String);
+
+/// The interval's bounds and time columns, and the delay of the watermarks declared on those
+/// columns; nothing when the condition has no interval. `on` is the condition, as written.
+fn interval(s: &mut Settings, join: &Join, iv: &Interval, on: &str) -> Result<()> {
+    let (Some(lo), Some(hi), Some(iat)) = (iv.lower_ms, iv.upper_ms, iv.at) else {
+        return Ok(());
+    };
+    s.set("INTERVAL_LOWER", env_duration(lo), iat, on)?;
+    s.set("INTERVAL_UPPER", env_duration(hi), iat, on)?;
+    let mut delays: Vec<Delay> = Vec::new();
+    for side in Side::BOTH {
+        let t = join.inputs[side.index()].table;
+        let col = iv.time[side.index()].clone().unwrap_or_default();
+        s.set(&format!("{}_TIME", side.var()), &col, iat, on)?;
+        if let Some((wcol, delay, wat)) = &t.watermark {
+            if wcol == &col {
+                delays.push((*delay, *wat, t.name.clone()));
             }
-        }
-        if let Some((d, wat, name)) = delays.first() {
-            if let Some((d2, wat2, name2)) = delays.get(1).filter(|x| x.0 != *d) {
-                return Err(SqlError::new(*wat2, format!("WATERMARK of {name2}"), format!(
-                    "delays the watermark by {} but the WATERMARK of {name} at {wat} by {}; sidejoin has one SIDEJOIN_WATERMARK_DELAY for both sides",
-                    env_duration(*d2), env_duration(*d)
-                )));
-            }
-            s.set(
-                "WATERMARK_DELAY",
-                env_duration(*d),
-                *wat,
-                format!("WATERMARK of {name}"),
-            )?;
         }
     }
+    watermark_delay(s, &delays)
+}
+
+/// The one `WATERMARK_DELAY` of both sides, from the tables' watermarks: two must agree.
+fn watermark_delay(s: &mut Settings, delays: &[Delay]) -> Result<()> {
+    let Some((d, wat, name)) = delays.first() else {
+        return Ok(());
+    };
+    if let Some((d2, wat2, name2)) = delays.get(1).filter(|x| x.0 != *d) {
+        return Err(SqlError::new(*wat2, format!("WATERMARK of {name2}"), format!(
+            "delays the watermark by {} but the WATERMARK of {name} at {wat} by {}; sidejoin has one SIDEJOIN_WATERMARK_DELAY for both sides",
+            env_duration(*d2), env_duration(*d)
+        )));
+    }
+    s.set(
+        "WATERMARK_DELAY",
+        env_duration(*d),
+        *wat,
+        format!("WATERMARK of {name}"),
+    )
+}
+
+/// `SELECT`: the list as `l.col [AS name]` items, named after the sink's columns when it has
+/// them (an INSERT maps by position, so the counts must agree).
+fn select_list(
+    s: &mut Settings,
+    join: &Join,
+    select: &[Projected],
+    output_names: Option<&[String]>,
+) -> Result<()> {
     if let Some(names) = output_names {
         if names.len() != select.len() {
             return Err(SqlError::new(

@@ -46,6 +46,19 @@ pub(super) fn refuse<T>(node: &(impl Spanned + std::fmt::Display), why: &str) ->
 
 /// Refuses every clause of a query or SELECT beyond a single join.
 fn plain_select(q: &Query) -> Result<&Select> {
+    refuse_query_clauses(q)?;
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return refuse(
+            q.body.as_ref(),
+            "expected one SELECT (UNION, VALUES and subqueries are not supported)",
+        );
+    };
+    refuse_select_clauses(s)?;
+    Ok(s)
+}
+
+/// Refuses the clauses around the query's body: WITH, ORDER BY, LIMIT and the rarer ones.
+fn refuse_query_clauses(q: &Query) -> Result<()> {
     if let Some(w) = &q.with {
         return Err(SqlError::new(
             at(q),
@@ -79,33 +92,20 @@ fn plain_select(q: &Query) -> Result<&Select> {
             "this query clause is not supported (one SELECT … FROM a JOIN b ON …)",
         );
     }
-    let SetExpr::Select(s) = q.body.as_ref() else {
-        return refuse(
-            q.body.as_ref(),
-            "expected one SELECT (UNION, VALUES and subqueries are not supported)",
-        );
-    };
+    Ok(())
+}
+
+/// Refuses the SELECT's clauses beyond its list, FROM and WHERE: DISTINCT, GROUP BY, HAVING,
+/// QUALIFY and the other dialects' clauses.
+fn refuse_select_clauses(s: &Select) -> Result<()> {
     if let Some(d) = &s.distinct {
         return Err(SqlError::new(
-            at(s.as_ref()),
+            at(s),
             d.to_string(),
             "DISTINCT is not supported (sidejoin runs one join)",
         ));
     }
-    match &s.group_by {
-        GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty() => {}
-        g => {
-            let pos = match g {
-                GroupByExpr::Expressions(e, _) if !e.is_empty() => at(&e[0]),
-                _ => at(s.as_ref()),
-            };
-            return Err(SqlError::new(
-                pos,
-                g.to_string(),
-                "GROUP BY is not supported (sidejoin runs one join, no aggregation)",
-            ));
-        }
-    }
+    refuse_group_by(s)?;
     if let Some(h) = &s.having {
         return refuse(h, "HAVING is not supported (no aggregation)");
     }
@@ -123,11 +123,30 @@ fn plain_select(q: &Query) -> Result<&Select> {
         || !s.connect_by.is_empty()
     {
         return refuse(
-            s.as_ref(),
+            s,
             "this SELECT clause is not supported (one SELECT … FROM a JOIN b ON …)",
         );
     }
-    Ok(s)
+    Ok(())
+}
+
+/// Refuses any GROUP BY (an empty expression list with no modifiers is sqlparser's "none"),
+/// at its first expression when it has one.
+fn refuse_group_by(s: &Select) -> Result<()> {
+    match &s.group_by {
+        GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty() => Ok(()),
+        g => {
+            let pos = match g {
+                GroupByExpr::Expressions(e, _) if !e.is_empty() => at(&e[0]),
+                _ => at(s),
+            };
+            Err(SqlError::new(
+                pos,
+                g.to_string(),
+                "GROUP BY is not supported (sidejoin runs one join, no aggregation)",
+            ))
+        }
+    }
 }
 
 /// The table of a FROM item, with its alias.
@@ -180,61 +199,10 @@ fn join_type(op: &JoinOperator) -> Option<(&'static str, Option<&JoinConstraint>
 /// Finds the join: `FROM a [type] JOIN b ON …` or `FROM a, b WHERE …`.
 pub(super) fn find_join<'q, 'a>(q: &'q Query, tables: &'a [Table]) -> Result<Join<'q, 'a>> {
     let s = plain_select(q)?;
-    let first_two = |from: &[TableWithJoins]| -> Result<()> {
-        if let Some(extra) = from.iter().flat_map(|t| t.joins.iter()).nth(1) {
-            return refuse(
-                &extra.relation,
-                "a second join is not supported: sidejoin joins exactly two tables",
-            );
-        }
-        Ok(())
-    };
-    first_two(&s.from)?;
+    refuse_second_join(&s.from)?;
     match s.from.as_slice() {
-        [twj] if twj.joins.len() == 1 => {
-            if let Some(w) = &s.selection {
-                return refuse(
-                    w,
-                    "WHERE filters are not supported with JOIN … ON (put equalities in ON)",
-                );
-            }
-            let j = &twj.joins[0];
-            let Some((kind, constraint)) = join_type(&j.join_operator) else {
-                return refuse(
-                    &j.relation,
-                    "unsupported join kind (INNER, LEFT, RIGHT and FULL [OUTER] JOIN are)",
-                );
-            };
-            let condition = match constraint {
-                Some(JoinConstraint::On(e)) => e,
-                _ => return refuse(
-                    &j.relation,
-                    "expected ON <equalities> (USING, NATURAL and CROSS joins are not supported)",
-                ),
-            };
-            Ok(Join {
-                inputs: [input(&twj.relation, tables)?, input(&j.relation, tables)?],
-                join_type: kind,
-                join_at: at(&j.relation),
-                condition: Some(condition),
-                select: s,
-            })
-        }
-        [a, b] if a.joins.is_empty() && b.joins.is_empty() => {
-            let Some(w) = &s.selection else {
-                return refuse(
-                    &b.relation,
-                    "FROM a, b needs WHERE <equalities> (a cross join is not supported)",
-                );
-            };
-            Ok(Join {
-                inputs: [input(&a.relation, tables)?, input(&b.relation, tables)?],
-                join_type: "inner",
-                join_at: at(&b.relation),
-                condition: Some(w),
-                select: s,
-            })
-        }
+        [twj] if twj.joins.len() == 1 => join_on(s, twj, tables),
+        [a, b] if a.joins.is_empty() && b.joins.is_empty() => comma_join(s, a, b, tables),
         [one] if one.joins.is_empty() => refuse(&one.relation, "expected a join of two tables"),
         [_, _, third, ..] => refuse(
             &third.relation,
@@ -242,6 +210,76 @@ pub(super) fn find_join<'q, 'a>(q: &'q Query, tables: &'a [Table]) -> Result<Joi
         ),
         _ => refuse(s, "expected FROM a JOIN b ON …"),
     }
+}
+
+/// Refuses a second `JOIN` anywhere in FROM, at that join's table.
+fn refuse_second_join(from: &[TableWithJoins]) -> Result<()> {
+    if let Some(extra) = from.iter().flat_map(|t| t.joins.iter()).nth(1) {
+        return refuse(
+            &extra.relation,
+            "a second join is not supported: sidejoin joins exactly two tables",
+        );
+    }
+    Ok(())
+}
+
+/// `FROM a [type] JOIN b ON <condition>` (with no WHERE).
+fn join_on<'q, 'a>(
+    s: &'q Select,
+    twj: &'q TableWithJoins,
+    tables: &'a [Table],
+) -> Result<Join<'q, 'a>> {
+    if let Some(w) = &s.selection {
+        return refuse(
+            w,
+            "WHERE filters are not supported with JOIN … ON (put equalities in ON)",
+        );
+    }
+    let j = &twj.joins[0];
+    let Some((kind, constraint)) = join_type(&j.join_operator) else {
+        return refuse(
+            &j.relation,
+            "unsupported join kind (INNER, LEFT, RIGHT and FULL [OUTER] JOIN are)",
+        );
+    };
+    let condition = match constraint {
+        Some(JoinConstraint::On(e)) => e,
+        _ => {
+            return refuse(
+                &j.relation,
+                "expected ON <equalities> (USING, NATURAL and CROSS joins are not supported)",
+            )
+        }
+    };
+    Ok(Join {
+        inputs: [input(&twj.relation, tables)?, input(&j.relation, tables)?],
+        join_type: kind,
+        join_at: at(&j.relation),
+        condition: Some(condition),
+        select: s,
+    })
+}
+
+/// `FROM a, b WHERE <condition>`: an inner join.
+fn comma_join<'q, 'a>(
+    s: &'q Select,
+    a: &TableWithJoins,
+    b: &TableWithJoins,
+    tables: &'a [Table],
+) -> Result<Join<'q, 'a>> {
+    let Some(w) = &s.selection else {
+        return refuse(
+            &b.relation,
+            "FROM a, b needs WHERE <equalities> (a cross join is not supported)",
+        );
+    };
+    Ok(Join {
+        inputs: [input(&a.relation, tables)?, input(&b.relation, tables)?],
+        join_type: "inner",
+        join_at: at(&b.relation),
+        condition: Some(w),
+        select: s,
+    })
 }
 
 /// A column reference resolved to its side.
