@@ -25,23 +25,7 @@ struct Ran {
 fn scenario(name: &str, join_type: &str, right_partitions: i32, extra: &[(&str, &str)]) -> Ran {
     let (left, right, out) = kafka::join_topics(name, [6, right_partitions, 3]);
     let app = kafka::unique(&format!("{name}-app"));
-    let mut env = kafka::with(
-        kafka::base_env(&app, &left, &right, &out),
-        &upsert::left_join_env(),
-    );
-    env.retain(|(k, _)| k != "SIDEJOIN_JOIN_TYPE" && !extra.iter().any(|(e, _)| e == k));
-    for (k, v) in [
-        ("SIDEJOIN_JOIN_TYPE", join_type),
-        ("SIDEJOIN_BROADCAST", "right"),
-        ("SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS", "6000"),
-    ]
-    .iter()
-    .chain(extra)
-    // An empty value unsets the variable.
-    .filter(|(_, v)| !v.is_empty())
-    {
-        env.push((k.to_string(), v.to_string()));
-    }
+    let env = broadcast_env(&app, &left, &right, &out, join_type, extra);
     let t0 = kafka::now_ms();
     let mut all: Vec<Pair> = Vec::new();
     let mut next = 0;
@@ -90,6 +74,36 @@ fn scenario(name: &str, join_type: &str, right_partitions: i32, extra: &[(&str, 
     }
 }
 
+/// The variables of a broadcast join of `join_type` (`upsert::left_join_env`'s otherwise), with
+/// `extra` variables (an empty value unsets one).
+fn broadcast_env(
+    app: &str,
+    left: &str,
+    right: &str,
+    out: &str,
+    join_type: &str,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut env = kafka::with(
+        kafka::base_env(app, left, right, out),
+        &upsert::left_join_env(),
+    );
+    env.retain(|(k, _)| k != "SIDEJOIN_JOIN_TYPE" && !extra.iter().any(|(e, _)| e == k));
+    for (k, v) in [
+        ("SIDEJOIN_JOIN_TYPE", join_type),
+        ("SIDEJOIN_BROADCAST", "right"),
+        ("SIDEJOIN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS", "6000"),
+    ]
+    .iter()
+    .chain(extra)
+    // An empty value unsets the variable.
+    .filter(|(_, v)| !v.is_empty())
+    {
+        env.push((k.to_string(), v.to_string()));
+    }
+    env
+}
+
 /// The scenario's output folded as an upsert table equals replay's.
 fn folds_to_replay(name: &str, join_type: &str, extra: &[(&str, &str)]) {
     let ran = scenario(name, join_type, 1, extra);
@@ -130,20 +144,19 @@ fn a_multiset_broadcast_topic_of_three_partitions_exactly_once_materialises_to_r
     let want = upsert::replay_materialised(&ran.env, &ran.all);
     // The last broadcast records may still be on their way: read until the output is complete.
     let deadline = Instant::now() + WAIT;
-    loop {
-        // `materialised` fails on a retraction of a row that is not there (a change twice).
-        let got = upsert::materialised(&ran.out);
-        if got == want {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the materialised output differs from replay's: {} rows, {} wanted",
-            got.len(),
-            want.len()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    upsert::wait_materialised(
+        &ran.out,
+        &want,
+        deadline,
+        Duration::from_millis(500),
+        |got| {
+            format!(
+                "the materialised output differs from replay's: {} rows, {} wanted",
+                got.len(),
+                want.len()
+            )
+        },
+    );
 }
 
 /// State written by a co-partitioned join is not taken by a broadcast one (its tasks read

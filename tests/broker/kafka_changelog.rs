@@ -124,12 +124,12 @@ impl Outcome {
     }
 }
 
-/// Kill -9 rounds over the multiset input, deleting the state directory after every other
-/// kill (restores from the changelog on an empty disk), with `extra` variables.
 /// One kill test at a time: run side by side (cargo runs a file's tests in parallel) they
 /// stalled the broker of a 2-core CI machine past the group session and transaction timeouts.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Kill -9 rounds over the multiset input, deleting the state directory after every other
+/// kill (restores from the changelog on an empty disk), with `extra` variables.
 fn multiset_kill_test(
     name: &str,
     total: u64,
@@ -141,16 +141,7 @@ fn multiset_kill_test(
     let t0 = kafka::now_ms();
     // `total` records first, then chunks of half as many while a fast run needs them.
     let (records, _) = multiset_records(4 * total, t0);
-    let (first, chunk) = (total as usize, total as usize / 2);
-    upsert::produce_sides(&left, &right, &records[..first]);
-    let mut produced = first;
-    let mut input = kills::Input::chunked(total, || {
-        let next = (produced + chunk).min(records.len());
-        upsert::produce_sides(&left, &right, &records[produced..next]);
-        let n = (next - produced) as u64;
-        produced = next;
-        n
-    });
+    let mut input = produce_first_then_chunks(&left, &right, &records, total);
     let app = kafka::unique(&format!("{name}-app"));
     let mut env = multiset_env(&app, &left, &right, &out);
     env.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
@@ -175,23 +166,47 @@ fn multiset_kill_test(
     let produced = input.produced();
     drop(input);
     let (records, rows) = multiset_records(produced, t0);
-    let got_rows = [
-        last.metric("sidejoin_state_rows", "side=\"left\"") as i64,
-        last.metric("sidejoin_state_rows", "side=\"right\"") as i64,
-    ];
-    let got = Outcome {
-        changes: kafka::read_to_end(&out, Duration::from_secs(60))
-            .iter()
-            .map(|r| r.value_json())
-            .collect(),
-        rows: got_rows,
-    };
+    let got = observed(&mut last, &out);
     let want = Outcome {
         changes: replay_changes(&env, &records),
         rows,
     };
     drop(last);
     (got, want)
+}
+
+/// Produces the first `total` of `records`; the input then grows by chunks of half as many.
+fn produce_first_then_chunks<'a>(
+    left: &'a str,
+    right: &'a str,
+    records: &'a [In],
+    total: u64,
+) -> kills::Input<'a> {
+    let (first, chunk) = (total as usize, total as usize / 2);
+    upsert::produce_sides(left, right, &records[..first]);
+    let mut produced = first;
+    kills::Input::chunked(total, move || {
+        let next = (produced + chunk).min(records.len());
+        upsert::produce_sides(left, right, &records[produced..next]);
+        let n = (next - produced) as u64;
+        produced = next;
+        n
+    })
+}
+
+/// What the `last` run reports and the read_committed `out` topic holds.
+fn observed(last: &mut Sidejoin, out: &str) -> Outcome {
+    let got_rows = [
+        last.metric("sidejoin_state_rows", "side=\"left\"") as i64,
+        last.metric("sidejoin_state_rows", "side=\"right\"") as i64,
+    ];
+    Outcome {
+        changes: kafka::read_to_end(out, Duration::from_secs(60))
+            .iter()
+            .map(|r| r.value_json())
+            .collect(),
+        rows: got_rows,
+    }
 }
 
 #[test]

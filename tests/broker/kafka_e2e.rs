@@ -2,6 +2,7 @@
 //! consumed before the next) give exactly the records `sidejoin replay` gives for the same
 //! records; the same data produced concurrently materialises to the same table.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::common::fixtures;
@@ -39,19 +40,32 @@ fn seed_end_to_end(fixture: &str) {
     );
     let mut sj = Sidejoin::start("run", &env);
     sj.wait_ready(WAIT);
-    let producer = kafka::producer();
-    let mut replay_lines = Vec::new();
-    // Fixture timestamps keep their spacing, shifted to now (the broker rejects or expires
-    // records stamped far from the present).
-    let first = f
-        .input
+    let replay_lines = kafka::produce_one_by_one(&mut sj, fixture_steps(&f.input, &t), WAIT);
+    let want = replay_records(&env, &replay_lines);
+    upsert::assert_replays_records(&t.output, &want, true, fixture, &sj, WAIT);
+    assert!(
+        !want.is_empty(),
+        "{fixture}: the example must produce output"
+    );
+    // Nothing more than replay's records arrives.
+    upsert::assert_no_more_than(&t.output, want.len(), fixture);
+}
+
+/// The records of a fixture's `input` lines for `t`'s topics, each with its replay line.
+/// Fixture timestamps keep their spacing, shifted to now (the broker rejects or expires records
+/// stamped far from the present).
+fn fixture_steps<'a>(
+    input: &'a str,
+    t: &'a Topics,
+) -> impl Iterator<Item = (Produced, String)> + 'a {
+    let first = input
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["timestamp"].as_i64())
         .next()
         .unwrap_or(0);
     let base = kafka::now_ms() - first;
     let mut timestamp = kafka::now_ms();
-    for (i, line) in f.input.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+    input.lines().filter(|l| !l.trim().is_empty()).map(move |line| {
         let rec: Value = serde_json::from_str(line).unwrap();
         timestamp = rec["timestamp"]
             .as_i64()
@@ -63,41 +77,14 @@ fn seed_end_to_end(fixture: &str) {
         };
         let key = (!rec["key"].is_null()).then(|| rec["key"].to_string());
         let value = (!rec["value"].is_null()).then(|| rec["value"].to_string());
-        kafka::produce(
-            &producer,
-            topic,
-            key.as_deref(),
-            value.as_deref(),
-            timestamp,
-        );
-        sj.wait_records_in(i as u64 + 1, WAIT);
-        replay_lines.push(
-            json!({"side": rec["side"], "key": rec["key"], "value": rec["value"], "timestamp": timestamp}).to_string(),
-        );
-    }
-    let want = replay_records(&env, &replay_lines);
-    let got: Vec<(Value, Value)> = kafka::read_all(&t.output, want.len(), WAIT)
-        .iter()
-        .map(|r| (r.key_json(), r.value_json()))
-        .collect();
-    assert_eq!(
-        got,
-        want,
-        "{fixture}: output topic differs from replay\nlogs:\n{}",
-        sj.logs()
-    );
-    assert!(
-        !want.is_empty(),
-        "{fixture}: the example must produce output"
-    );
-    // Nothing more than replay's records arrives.
-    let extra = kafka::read_all(&t.output, want.len() + 1, Duration::from_secs(2));
-    assert_eq!(
-        extra.len(),
-        want.len(),
-        "{fixture}: more records than replay"
-    );
+        let line =
+            json!({"side": rec["side"], "key": rec["key"], "value": rec["value"], "timestamp": timestamp}).to_string();
+        ((topic.clone(), key, value, timestamp), line)
+    })
 }
+
+/// A record to produce: `(topic, key, value, timestamp)`.
+type Produced = (String, Option<String>, Option<String>, i64);
 
 #[test]
 fn seed000_left_join_end_to_end() {
@@ -134,15 +121,45 @@ fn concurrent_production_materialises_the_same_table() {
              SIDEJOIN_SELECT=l.user_id AS user_id, l.user_name, r.score",
         ),
     );
-    let lefts: Vec<(String, String)> = (0..300)
+    let (lefts, rights) = (users(), scores());
+    let mut sj = Sidejoin::start("run", &env);
+    sj.wait_ready(WAIT);
+    produce_side_by_side(&t, &lefts, &rights);
+    sj.wait_records_in(600, WAIT);
+    // The same records replayed one side after the other.
+    let lines: Vec<String> = replay_lines("left", &lefts)
+        .chain(replay_lines("right", &rights))
+        .collect();
+    // Co-partitioned by key: the replay must put each record in its Kafka partition too.
+    let want_values: Vec<Value> = replay_records(&env, &lines)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    let want = upsert::materialize(&want_values);
+    wait_for_materialised(&t.output, &want);
+    // A left join: each left row once per matching right row, or once null-padded.
+    let expected_rows: i64 = (0..300)
+        .map(|l: i64| (0..300).filter(|i| (i * 7 + 3) % 350 == l).count().max(1) as i64)
+        .sum();
+    assert_eq!(want.values().sum::<i64>(), expected_rows);
+}
+
+/// 300 left rows `{user_id, user_name}` as (key, value), keyed by user_id.
+fn users() -> Vec<(String, String)> {
+    (0..300)
         .map(|i| {
             (
                 format!("{{\"user_id\":\"{i}\"}}"),
                 json!({"user_id": i.to_string(), "user_name": format!("u{i}")}).to_string(),
             )
         })
-        .collect();
-    let rights: Vec<(String, String)> = (0..300)
+        .collect()
+}
+
+/// 300 right rows `{user_id, score}` as (key, value), keyed by user_id (some users have none,
+/// some several).
+fn scores() -> Vec<(String, String)> {
+    (0..300)
         .map(|i| {
             let uid = (i * 7 + 3) % 350;
             (
@@ -150,11 +167,13 @@ fn concurrent_production_materialises_the_same_table() {
                 json!({"user_id": uid.to_string(), "score": i}).to_string(),
             )
         })
-        .collect();
-    let mut sj = Sidejoin::start("run", &env);
-    sj.wait_ready(WAIT);
+        .collect()
+}
+
+/// Produces `lefts` and `rights` at the same time, each side from a thread of its own.
+fn produce_side_by_side(t: &Topics, lefts: &[(String, String)], rights: &[(String, String)]) {
     let (lt, rt) = (t.left.clone(), t.right.clone());
-    let (l2, r2) = (lefts.clone(), rights.clone());
+    let (l2, r2) = (lefts.to_vec(), rights.to_vec());
     let a = std::thread::spawn(move || {
         let p = kafka::producer();
         for (k, v) in &l2 {
@@ -169,30 +188,30 @@ fn concurrent_production_materialises_the_same_table() {
     });
     a.join().unwrap();
     b.join().unwrap();
-    sj.wait_records_in(600, WAIT);
-    // The same records replayed one side after the other.
-    let lines: Vec<String> = lefts
-        .iter()
-        .map(|(_, v)| json!({"side": "left", "key": null, "value": serde_json::from_str::<Value>(v).unwrap()}).to_string())
-        .chain(rights.iter().map(|(_, v)| {
-            json!({"side": "right", "key": null, "value": serde_json::from_str::<Value>(v).unwrap()}).to_string()
-        }))
-        .collect();
-    // Co-partitioned by key: the replay must put each record in its Kafka partition too.
-    let want_values: Vec<Value> = replay_records(&env, &lines)
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
-    let want = upsert::materialize(&want_values);
-    // The output topic keeps growing until every change is in; wait for the materialised table.
+}
+
+/// Replay's input lines for `side`'s (key, value) records, without keys or timestamps.
+fn replay_lines<'a>(
+    side: &'a str,
+    records: &'a [(String, String)],
+) -> impl Iterator<Item = String> + 'a {
+    records.iter().map(move |(_, v)| {
+        json!({"side": side, "key": null, "value": serde_json::from_str::<Value>(v).unwrap()})
+            .to_string()
+    })
+}
+
+/// The output topic keeps growing until every change is in; waits until, materialised, it
+/// equals `want`.
+fn wait_for_materialised(output: &str, want: &HashMap<String, i64>) {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
-        let got_values: Vec<Value> = kafka::read_all(&t.output, usize::MAX, Duration::from_secs(3))
+        let got_values: Vec<Value> = kafka::read_all(output, usize::MAX, Duration::from_secs(3))
             .iter()
             .map(|r| r.value_json())
             .collect();
         let got = upsert::materialize(&got_values);
-        if got == want {
+        if &got == want {
             break;
         }
         assert!(
@@ -202,9 +221,4 @@ fn concurrent_production_materialises_the_same_table() {
             want.len()
         );
     }
-    // A left join: each left row once per matching right row, or once null-padded.
-    let expected_rows: i64 = (0..300)
-        .map(|l: i64| (0..300).filter(|i| (i * 7 + 3) % 350 == l).count().max(1) as i64)
-        .sum();
-    assert_eq!(want.values().sum::<i64>(), expected_rows);
 }

@@ -35,43 +35,7 @@ fn malformed_records_go_to_the_dead_letter_topic() {
     let (left, right, out) = kafka::join_topics("bad", [2, 2, 2]);
     let dlq = kafka::unique("bad-dlq");
     let app = kafka::unique("bad-app");
-    let p = kafka::producer();
-    let t0 = kafka::now_ms();
-    // 10,000 good records (5,000 per side, every left id matched by one right id) and 1,000 bad.
-    let mut bad = 0;
-    for i in 0..11_000u32 {
-        // Good records are keyed by id on both topics, so the two rows of an id share a partition.
-        let (topic, value, key) = if i % 11 == 10 {
-            bad += 1;
-            let v = match bad % 3 {
-                0 => "{not json".to_owned(),
-                1 => "[1, 2]".to_owned(),
-                _ => "\"a string\"".to_owned(),
-            };
-            (
-                if bad % 2 == 0 { &left } else { &right },
-                v,
-                format!("k{}", i % 97),
-            )
-        } else {
-            let n = i - i / 11;
-            let id = n / 2;
-            if n % 2 == 0 {
-                (
-                    &left,
-                    format!("{{\"id\":{id},\"v\":{n}}}"),
-                    format!("k{id}"),
-                )
-            } else {
-                (
-                    &right,
-                    format!("{{\"id\":{id},\"w\":{n}}}"),
-                    format!("k{id}"),
-                )
-            }
-        };
-        kafka::produce(&p, topic, Some(&key), Some(&value), t0 + i64::from(i));
-    }
+    let bad = produce_good_and_bad(&left, &right);
     assert_eq!(bad, 1_000);
     let mut sj = Sidejoin::start(
         "run",
@@ -85,19 +49,7 @@ fn malformed_records_go_to_the_dead_letter_topic() {
         "exactly one dead letter per malformed record"
     );
     for d in &dead {
-        assert!(d.headers.contains_key("sidejoin.error"), "{:?}", d.headers);
-        assert!(
-            d.headers["sidejoin.source.topic"] == left
-                || d.headers["sidejoin.source.topic"] == right
-        );
-        assert!(d.headers["sidejoin.source.partition"]
-            .parse::<i32>()
-            .is_ok());
-        assert!(d.headers["sidejoin.source.offset"].parse::<i64>().is_ok());
-        assert!(
-            d.key.as_deref().is_some_and(|k| k.starts_with(b"k")),
-            "the original key is kept"
-        );
+        assert_dead_letter(d, &left, &right);
     }
     // Every good record joined: one inner-join row per id.
     let joined = kafka::read_all(&out, 5_000, WAIT);
@@ -110,6 +62,61 @@ fn malformed_records_go_to_the_dead_letter_topic() {
     assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 1_000.0);
     assert_eq!(sj.metric("sidejoin_records_in_total", ""), 11_000.0);
     assert_eq!(sj.get("/healthz").0, 200, "still running");
+}
+
+/// Produces 10,000 good records (5,000 per side, every left id matched by one right id) and the
+/// bad ones among them (every 11th record); returns how many were bad.
+fn produce_good_and_bad(left: &str, right: &str) -> u32 {
+    let p = kafka::producer();
+    let t0 = kafka::now_ms();
+    let mut bad = 0;
+    for i in 0..11_000u32 {
+        // Good records are keyed by id on both topics, so the two rows of an id share a partition.
+        let (topic, value, key) = if i % 11 == 10 {
+            bad += 1;
+            let v = match bad % 3 {
+                0 => "{not json".to_owned(),
+                1 => "[1, 2]".to_owned(),
+                _ => "\"a string\"".to_owned(),
+            };
+            (
+                if bad % 2 == 0 { left } else { right },
+                v,
+                format!("k{}", i % 97),
+            )
+        } else {
+            let n = i - i / 11;
+            let id = n / 2;
+            if n % 2 == 0 {
+                (left, format!("{{\"id\":{id},\"v\":{n}}}"), format!("k{id}"))
+            } else {
+                (
+                    right,
+                    format!("{{\"id\":{id},\"w\":{n}}}"),
+                    format!("k{id}"),
+                )
+            }
+        };
+        kafka::produce(&p, topic, Some(&key), Some(&value), t0 + i64::from(i));
+    }
+    bad
+}
+
+/// A dead letter names its error and its source (one of the input topics), and keeps the
+/// original key.
+fn assert_dead_letter(d: &kafka::Record, left: &str, right: &str) {
+    assert!(d.headers.contains_key("sidejoin.error"), "{:?}", d.headers);
+    assert!(
+        d.headers["sidejoin.source.topic"] == left || d.headers["sidejoin.source.topic"] == right
+    );
+    assert!(d.headers["sidejoin.source.partition"]
+        .parse::<i32>()
+        .is_ok());
+    assert!(d.headers["sidejoin.source.offset"].parse::<i64>().is_ok());
+    assert!(
+        d.key.as_deref().is_some_and(|k| k.starts_with(b"k")),
+        "the original key is kept"
+    );
 }
 
 #[test]

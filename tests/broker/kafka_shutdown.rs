@@ -12,31 +12,72 @@ const WAIT: Duration = Duration::from_secs(120);
 fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
     let (left, right, out) = kafka::join_topics("term", [2, 2, 2]);
     let t0 = kafka::now_ms();
-    let make = |from: u64, to: u64| -> Vec<_> {
-        (from..to)
-            .map(|i| {
-                let (topic, side) = if i % 2 == 0 {
-                    (&left, "v")
-                } else {
-                    (&right, "w")
-                };
-                let id = i / 2;
-                (
-                    topic.clone(),
-                    Some(format!("{id}")),
-                    Some(format!("{{\"id\":{id},\"{side}\":{i}}}")),
-                    t0 + i as i64,
-                )
-            })
-            .collect()
-    };
     let producer = kafka::producer();
-    kafka::produce_many(&producer, &make(0, 20_000));
+    kafka::produce_many(&producer, &records(&left, &right, t0, 0, 20_000));
     let app = kafka::unique("term-app");
     let mut env = kafka::base_env(&app, &left, &right, &out);
     env.push(("SIDEJOIN_LEFT_KEY".into(), "id".into()));
     env.push(("SIDEJOIN_RIGHT_KEY".into(), "id".into()));
     let mut first = Sidejoin::start("run", &env);
+    run_through_the_first_records(&mut first);
+    // Freeze it, add records it has not seen, and signal it while they wait: lag > 0.
+    first.signal("STOP");
+    kafka::produce_many(&producer, &records(&left, &right, t0, 20_000, 40_000));
+    let total = 40_000u64;
+    assert_lag_at_the_signal(&app, &left, &right, total);
+    first.signal("TERM");
+    first.signal("CONT");
+    assert_eq!(first.wait(WAIT), 0, "{}", first.logs());
+    let committed: i64 = kafka::committed(&app, &left)
+        .iter()
+        .chain(kafka::committed(&app, &right).iter())
+        .sum();
+    assert!(
+        committed > 0 && (committed as u64) < total,
+        "committed {committed}"
+    );
+    assert_everything_processed_was_committed(&first.logs(), committed);
+    let mut second = Sidejoin::start("run", &env);
+    let rest = total - committed as u64;
+    second.wait_records_in(rest, WAIT);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        second.records_in(),
+        rest,
+        "the second run reprocessed committed records"
+    );
+}
+
+/// Records `from..to`: even ones left rows `{id, v}`, odd ones right rows `{id, w}`, two per id,
+/// keyed by id; record i has timestamp `t0 + i`.
+fn records(
+    left: &str,
+    right: &str,
+    t0: i64,
+    from: u64,
+    to: u64,
+) -> Vec<(String, Option<String>, Option<String>, i64)> {
+    (from..to)
+        .map(|i| {
+            let (topic, side) = if i % 2 == 0 {
+                (left, "v")
+            } else {
+                (right, "w")
+            };
+            let id = i / 2;
+            (
+                topic.to_owned(),
+                Some(format!("{id}")),
+                Some(format!("{{\"id\":{id},\"{side}\":{i}}}")),
+                t0 + i as i64,
+            )
+        })
+        .collect()
+}
+
+/// Waits until `first` has consumed the first 20,000 records (its metrics moving meanwhile),
+/// joined every id, and reports its consumer lag.
+fn run_through_the_first_records(first: &mut Sidejoin) {
     first.wait_records_in(2_000, WAIT);
     // Metrics move while it runs.
     let a = first.metric("sidejoin_records_in_total", "");
@@ -60,18 +101,18 @@ fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // Freeze it, add records it has not seen, and signal it while they wait: lag > 0.
-    first.signal("STOP");
-    kafka::produce_many(&producer, &make(20_000, 40_000));
-    let total = 40_000u64;
-    let end: i64 = kafka::high_watermarks(&left)
+}
+
+/// All `total` records are in the topics, and at least the 20,000 added last are not committed.
+fn assert_lag_at_the_signal(app: &str, left: &str, right: &str, total: u64) {
+    let end: i64 = kafka::high_watermarks(left)
         .iter()
-        .chain(kafka::high_watermarks(&right).iter())
+        .chain(kafka::high_watermarks(right).iter())
         .sum();
     assert_eq!(end as u64, total);
-    let committed_before: i64 = kafka::committed(&app, &left)
+    let committed_before: i64 = kafka::committed(app, left)
         .iter()
-        .chain(kafka::committed(&app, &right).iter())
+        .chain(kafka::committed(app, right).iter())
         .map(|o| o.max(&0))
         .sum();
     assert!(
@@ -79,19 +120,11 @@ fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
         "lag at the signal: {}",
         end - committed_before
     );
-    first.signal("TERM");
-    first.signal("CONT");
-    assert_eq!(first.wait(WAIT), 0, "{}", first.logs());
-    let committed: i64 = kafka::committed(&app, &left)
-        .iter()
-        .chain(kafka::committed(&app, &right).iter())
-        .sum();
-    assert!(
-        committed > 0 && (committed as u64) < total,
-        "committed {committed}"
-    );
-    let logs = first.logs();
-    // One final count per worker (`SIDEJOIN_WORKERS`).
+}
+
+/// The final counts in the `logs` of a clean stop (one per worker, `SIDEJOIN_WORKERS`) add up
+/// to the `committed` offsets.
+fn assert_everything_processed_was_committed(logs: &str, committed: i64) {
     let counts: Vec<u64> = logs
         .split("stopped cleanly after ")
         .skip(1)
@@ -102,14 +135,5 @@ fn sigterm_drains_commits_and_the_next_run_reprocesses_nothing() {
     assert_eq!(
         processed, committed as u64,
         "everything processed was committed"
-    );
-    let mut second = Sidejoin::start("run", &env);
-    let rest = total - committed as u64;
-    second.wait_records_in(rest, WAIT);
-    std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(
-        second.records_in(),
-        rest,
-        "the second run reprocessed committed records"
     );
 }

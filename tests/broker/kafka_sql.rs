@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::common::fixtures;
 use crate::common::kafka::{self, Sidejoin};
-use crate::common::upsert::replay_records;
+use crate::common::upsert::{self, replay_records};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -38,20 +38,43 @@ fn sql_end_to_end_with(fixture: &str, extra: &[(&str, &str)], ordered: bool) {
     let original = std::fs::read_to_string(f.dir.join("job.sql")).unwrap();
     let (left, right, output) = kafka::join_topics(fixture, [1, 1, 1]);
     let app = kafka::unique(&format!("{fixture}-app"));
+    let sql = test_sql(&original, &left, &right, &output, &app);
+    let env = sql_env(&app, &left, &right, &output, sql);
+    let mut run_env = env.clone();
+    run_env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut sj = Sidejoin::start("run", &run_env);
+    sj.wait_ready(WAIT);
+    // `scan.startup.mode = latest-offset`: a new group starts at the end, so give the consumer
+    // a moment to fix its position before the first record.
+    std::thread::sleep(Duration::from_secs(2));
+    let lines = kafka::produce_one_by_one(&mut sj, input_steps(&f.input, &left, &right), WAIT);
+    let want = replay_records(&env, &lines);
+    assert!(!want.is_empty(), "{fixture}: the job must produce output");
+    upsert::assert_replays_records(&output, &want, ordered, fixture, &sj, WAIT);
+    upsert::assert_no_more_than(&output, want.len(), fixture);
+}
+
+/// The fixture's script `original` with the broker address, topics and consumer group replaced
+/// by the test's own.
+fn test_sql(original: &str, left: &str, right: &str, output: &str, app: &str) -> String {
     let mut sql = original.replace("'localhost:9092'", &format!("'{}'", kafka::bootstrap()));
     for (var, new) in [
-        ("SIDEJOIN_LEFT_TOPIC", &left),
-        ("SIDEJOIN_RIGHT_TOPIC", &right),
-        ("SIDEJOIN_OUTPUT_TOPIC", &output),
-        ("SIDEJOIN_APPLICATION_ID", &app),
+        ("SIDEJOIN_LEFT_TOPIC", left),
+        ("SIDEJOIN_RIGHT_TOPIC", right),
+        ("SIDEJOIN_OUTPUT_TOPIC", output),
+        ("SIDEJOIN_APPLICATION_ID", app),
     ] {
-        if let Some(old) = sql_value(&original, var) {
+        if let Some(old) = sql_value(original, var) {
             sql = sql.replace(&format!("'{old}'"), &format!("'{new}'"));
         }
     }
-    // Only what the SQL does not say: where state lives, how often to commit, and the topic a
-    // `print` sink's rows go to in `run`.
-    let mut env = kafka::base_env(&app, &left, &right, &output);
+    sql
+}
+
+/// `SIDEJOIN_SQL` and only what the SQL does not say: where state lives, how often to commit,
+/// and the topic a `print` sink's rows go to in `run`.
+fn sql_env(app: &str, left: &str, right: &str, output: &str, sql: String) -> Vec<(String, String)> {
+    let mut env = kafka::base_env(app, left, right, output);
     env.retain(|(k, _)| {
         !matches!(
             k.as_str(),
@@ -62,56 +85,33 @@ fn sql_end_to_end_with(fixture: &str, extra: &[(&str, &str)], ordered: bool) {
         )
     });
     env.push(("SIDEJOIN_SQL".to_owned(), sql));
-    let mut run_env = env.clone();
-    run_env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let mut sj = Sidejoin::start("run", &run_env);
-    sj.wait_ready(WAIT);
-    // `scan.startup.mode = latest-offset`: a new group starts at the end, so give the consumer
-    // a moment to fix its position before the first record.
-    std::thread::sleep(Duration::from_secs(2));
-    let producer = kafka::producer();
-    let mut lines = Vec::new();
-    for (i, line) in f.input.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-        let rec: Value = serde_json::from_str(line).unwrap();
-        let topic = if rec["side"] == "left" { &left } else { &right };
-        // A csv value is the line itself; a JSON value its text.
-        let value = match &rec["value"] {
-            Value::String(s) => s.clone(),
-            v => v.to_string(),
-        };
-        let timestamp = kafka::now_ms();
-        kafka::produce(&producer, topic, None, Some(&value), timestamp);
-        sj.wait_records_in(i as u64 + 1, WAIT);
-        lines.push(
+    env
+}
+
+/// The records of a fixture's `input` lines (unkeyed, stamped now as each is produced), each
+/// with its replay line.
+fn input_steps<'a>(
+    input: &'a str,
+    left: &'a str,
+    right: &'a str,
+) -> impl Iterator<Item = ((String, Option<String>, Option<String>, i64), String)> + 'a {
+    input
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(move |line| {
+            let rec: Value = serde_json::from_str(line).unwrap();
+            let topic = if rec["side"] == "left" { left } else { right };
+            // A csv value is the line itself; a JSON value its text.
+            let value = match &rec["value"] {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            let timestamp = kafka::now_ms();
+            let line =
             json!({"side": rec["side"], "key": null, "value": rec["value"], "timestamp": timestamp})
-                .to_string(),
-        );
-    }
-    let want = replay_records(&env, &lines);
-    assert!(!want.is_empty(), "{fixture}: the job must produce output");
-    let mut want = want;
-    let mut got: Vec<(Value, Value)> = kafka::read_all(&output, want.len(), WAIT)
-        .iter()
-        .map(|r| (r.key_json(), r.value_json()))
-        .collect();
-    if !ordered {
-        let by_text =
-            |a: &(Value, Value), b: &(Value, Value)| a.1.to_string().cmp(&b.1.to_string());
-        got.sort_by(by_text);
-        want.sort_by(by_text);
-    }
-    assert_eq!(
-        got,
-        want,
-        "{fixture}: output topic differs from replay\nlogs:\n{}",
-        sj.logs()
-    );
-    let extra = kafka::read_all(&output, want.len() + 1, Duration::from_secs(2));
-    assert_eq!(
-        extra.len(),
-        want.len(),
-        "{fixture}: more records than replay"
-    );
+                .to_string();
+            ((topic.to_owned(), None, Some(value), timestamp), line)
+        })
 }
 
 #[test]

@@ -72,33 +72,86 @@ fn side_of(r: &Rec) -> Side {
 
 /// SPEC §4 as directly as possible.
 pub fn reference(c: &Case, join_type: &str) -> Vec<Out> {
-    let outer = |s: Side| {
-        matches!(
-            (join_type, s),
-            ("full", _) | ("left", Side::Left) | ("right", Side::Right)
-        )
-    };
-    let is_final = |s: Side, t: i64, w: i128| {
-        let bound = match s {
-            Side::Left => i128::from(t) - i128::from(c.lower),
-            Side::Right => i128::from(t) + i128::from(c.upper),
-        };
-        w > bound + i128::from(c.lateness)
-    };
-    let mut partitions: Vec<i32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
-    partitions.sort_unstable();
-    partitions.dedup();
-    let mut max_time: BTreeMap<(bool, i32), i64> = BTreeMap::new();
-    let mut w: i128 = i128::MIN;
-    // (record index, matched, evicted) of stored rows.
-    let mut stored: Vec<(usize, bool, bool)> = Vec::new();
-    let mut out = Vec::new();
+    let mut reference = Reference::new(c, join_type);
     for (i, r) in c.recs.iter().enumerate() {
+        reference.arrive(i, r);
+    }
+    reference.end()
+}
+
+/// Whether `join_type` pads unmatched rows of side `s`.
+fn outer(join_type: &str, s: Side) -> bool {
+    matches!(
+        (join_type, s),
+        ("full", _) | ("left", Side::Left) | ("right", Side::Right)
+    )
+}
+
+/// Whether a row of side `s` at time `t` can match nothing more under watermark `w`.
+fn is_final(c: &Case, s: Side, t: i64, w: i128) -> bool {
+    let bound = match s {
+        Side::Left => i128::from(t) - i128::from(c.lower),
+        Side::Right => i128::from(t) + i128::from(c.upper),
+    };
+    w > bound + i128::from(c.lateness)
+}
+
+/// The reference's state while the records arrive.
+struct Reference<'a> {
+    c: &'a Case,
+    join_type: &'a str,
+    partitions: Vec<i32>,
+    max_time: BTreeMap<(bool, i32), i64>,
+    /// The watermark.
+    w: i128,
+    /// (record index, matched, evicted) of stored rows.
+    stored: Vec<(usize, bool, bool)>,
+    out: Vec<Out>,
+}
+
+impl<'a> Reference<'a> {
+    fn new(c: &'a Case, join_type: &'a str) -> Reference<'a> {
+        let mut partitions: Vec<i32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
+        partitions.sort_unstable();
+        partitions.dedup();
+        Reference {
+            c,
+            join_type,
+            partitions,
+            max_time: BTreeMap::new(),
+            w: i128::MIN,
+            stored: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Record `i` (`r`) arrives: it matches, is padded if late, or is stored; the watermark
+    /// advances and evicts what became final.
+    fn arrive(&mut self, i: usize, r: &Rec) {
         let n = i + 1;
         let s = side_of(r);
-        let late = is_final(s, r.time, w);
+        let late = is_final(self.c, s, r.time, self.w);
+        let matched = self.match_stored(n, r);
+        if late {
+            if outer(self.join_type, s) && !matched {
+                self.out.push(if r.left {
+                    (n as u64, n, 0)
+                } else {
+                    (n as u64, 0, n)
+                });
+            }
+        } else {
+            self.stored.push((i, matched, false));
+        }
+        self.advance_watermark(r);
+        self.evict(n);
+    }
+
+    /// Joins record `n` (`r`) with every stored row it matches; whether it matched any.
+    fn match_stored(&mut self, n: usize, r: &Rec) -> bool {
+        let c = self.c;
         let mut matched = false;
-        for (j, m, ev) in stored.iter_mut() {
+        for (j, m, ev) in self.stored.iter_mut() {
             let o = &c.recs[*j];
             if *ev
                 || o.left == r.left
@@ -118,39 +171,40 @@ pub fn reference(c: &Case, join_type: &str) -> Vec<Out> {
                 matched = true;
                 *m = true;
                 let (l, rr) = if r.left { (n, *j + 1) } else { (*j + 1, n) };
-                out.push((n as u64, l, rr));
+                self.out.push((n as u64, l, rr));
             }
         }
-        if late {
-            if outer(s) && !matched {
-                out.push(if r.left {
-                    (n as u64, n, 0)
-                } else {
-                    (n as u64, 0, n)
-                });
-            }
-        } else {
-            stored.push((i, matched, false));
-        }
-        let e = max_time.entry((r.left, r.partition)).or_insert(r.time);
+        matched
+    }
+
+    /// The watermark: the least of every (side, partition)'s greatest time, less the delay, once
+    /// every one has a time; it never goes back.
+    fn advance_watermark(&mut self, r: &Rec) {
+        let e = self.max_time.entry((r.left, r.partition)).or_insert(r.time);
         *e = (*e).max(r.time);
-        let all = partitions
-            .iter()
-            .all(|p| max_time.contains_key(&(true, *p)) && max_time.contains_key(&(false, *p)));
+        let all = self.partitions.iter().all(|p| {
+            self.max_time.contains_key(&(true, *p)) && self.max_time.contains_key(&(false, *p))
+        });
         if all {
-            let cand = max_time
+            let cand = self
+                .max_time
                 .values()
-                .map(|t| i128::from(t - c.delay))
+                .map(|t| i128::from(t - self.c.delay))
                 .min()
                 .unwrap_or(i128::MIN);
-            w = w.max(cand);
+            self.w = self.w.max(cand);
         }
-        for (j, m, ev) in stored.iter_mut() {
+    }
+
+    /// Evicts the stored rows that became final (after record `n`), padding unmatched ones.
+    fn evict(&mut self, n: usize) {
+        let c = self.c;
+        for (j, m, ev) in self.stored.iter_mut() {
             let o = &c.recs[*j];
-            if !*ev && is_final(side_of(o), o.time, w) {
+            if !*ev && is_final(c, side_of(o), o.time, self.w) {
                 *ev = true;
-                if outer(side_of(o)) && !*m {
-                    out.push(if o.left {
+                if outer(self.join_type, side_of(o)) && !*m {
+                    self.out.push(if o.left {
                         (n as u64, *j + 1, 0)
                     } else {
                         (n as u64, 0, *j + 1)
@@ -159,17 +213,21 @@ pub fn reference(c: &Case, join_type: &str) -> Vec<Out> {
             }
         }
     }
-    for (j, m, ev) in &stored {
-        let o = &c.recs[*j];
-        if !*ev && outer(side_of(o)) && !*m {
-            out.push(if o.left {
-                (0, *j + 1, 0)
-            } else {
-                (0, 0, *j + 1)
-            });
+
+    /// The end of the input: every row still stored and unmatched is padded (cause 0).
+    fn end(mut self) -> Vec<Out> {
+        for (j, m, ev) in &self.stored {
+            let o = &self.c.recs[*j];
+            if !*ev && outer(self.join_type, side_of(o)) && !*m {
+                self.out.push(if o.left {
+                    (0, *j + 1, 0)
+                } else {
+                    (0, 0, *j + 1)
+                });
+            }
         }
+        self.out
     }
-    out
 }
 
 fn env(c: &Case, join_type: &str) -> Vec<(String, String)> {

@@ -122,6 +122,25 @@ pub fn produce_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     }
 }
 
+/// Produces `steps` one at a time, each consumed by `sj` (within `wait`) before the next is
+/// produced: one order, as in replay. A step is a record `(topic, key, value, timestamp)` and
+/// the line replay reads for it, made (like the record) just before it is produced; returns the
+/// lines.
+pub fn produce_one_by_one<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    sj: &mut Sidejoin,
+    steps: impl IntoIterator<Item = ((String, Option<K>, Option<V>, i64), String)>,
+    wait: Duration,
+) -> Vec<String> {
+    let p = producer();
+    let mut lines = Vec::new();
+    for (i, (record, line)) in steps.into_iter().enumerate() {
+        produce_many(&p, &[record]);
+        sj.wait_records_in(i as u64 + 1, wait);
+        lines.push(line);
+    }
+    lines
+}
+
 /// A record read back from a topic.
 #[derive(Debug, Clone)]
 pub struct Record {

@@ -93,14 +93,35 @@ pub fn run_case<S: JoinState>(
     let (mut full, projection) = Run::new(c.env(join_type, true), factory())?;
     let (mut filtered, _) = Run::new(c.env(join_type, false), factory())?;
     let keys = c.keys();
-    let def = JoinDef {
-        left_key: &keys,
-        right_key: &keys,
+    let def = join_def(join_type, c, &keys);
+    let mut tables = empty_tables(c);
+    let mut output: HashMap<String, i64> = HashMap::new();
+    for (i, op) in c.ops.iter().enumerate() {
+        let n = i + 1;
+        let rec = make_record(c, op, &mut tables);
+        let changes = full.feed(&rec, n)?;
+        apply(&mut output, &changes, &projection, &rec, n)?;
+        matches_naive_join(&output, &def, &tables, &rec, n)?;
+        let got = filtered.feed(&rec, n)?;
+        is_unfiltered_minus_generated(&got, &changes, n)?;
+    }
+    Ok(())
+}
+
+/// The reference's definition of the case's join.
+fn join_def<'a>(join_type: &str, c: &Case, keys: &'a [String]) -> JoinDef<'a> {
+    JoinDef {
+        left_key: keys,
+        right_key: keys,
         left_outer: matches!(join_type, "left" | "full"),
         right_outer: matches!(join_type, "right" | "full"),
         null_keys_match: c.null_keys_match,
-    };
-    let mut tables = [
+    }
+}
+
+/// The reference's input tables (left, right), empty, with the case's primary keys.
+fn empty_tables(c: &Case) -> [Table; 2] {
+    [
         Table {
             pk: c.left.pk.then(|| "id".to_owned()),
             rows: Vec::new(),
@@ -109,64 +130,89 @@ pub fn run_case<S: JoinState>(
             pk: c.right.pk.then(|| "id".to_owned()),
             rows: Vec::new(),
         },
-    ];
-    let mut output: HashMap<String, i64> = HashMap::new();
-    for (i, op) in c.ops.iter().enumerate() {
-        let n = i + 1;
-        let rec = make_record(c, op, &mut tables);
-        let changes = full.feed(&rec, n)?;
-        for ch in &changes {
-            let row = canon(
-                projection
-                    .project(ch.left.as_ref(), ch.right.as_ref())
-                    .to_value()
-                    .as_object()
-                    .unwrap(),
-            );
-            let count = output.entry(row.clone()).or_insert(0);
-            if ch.kind.is_accumulate() {
-                *count += 1;
-            } else if *count == 0 {
-                return Err(format!(
-                    "record {n}: {} of a row that is not in the output: {row}",
-                    ch.kind
-                ));
-            } else {
-                *count -= 1;
-            }
-            // A -D of a padded row is generated exactly when the input came from the other side
-            // (it gave the row its first match); a -D of a padded row from its own side is an
-            // input retraction and must pass the filter.
-            let padded_other_side = match (&ch.left, &ch.right) {
-                (Some(_), None) => rec.side == Side::Right,
-                (None, Some(_)) => rec.side == Side::Left,
-                _ => false,
-            };
-            if ch.generated != (ch.kind == Kind::Delete && padded_other_side) {
-                return Err(format!(
-                    "record {n}: generated tag {} is wrong on {ch:?}",
-                    ch.generated
-                ));
-            }
-        }
-        output.retain(|_, v| *v != 0);
-        let expected = multiset(
-            naive_join(&def, &tables[0], &tables[1])
-                .into_iter()
-                .map(|(l, r)| canon(&reference_row(l, r))),
+    ]
+}
+
+/// Applies the engine's `changes` for record `n` (`rec`) to the `output` multiset; fails on a
+/// retraction of a row that is not there, or on a wrong generated tag.
+fn apply(
+    output: &mut HashMap<String, i64>,
+    changes: &[JoinedChange],
+    projection: &Projection,
+    rec: &Record,
+    n: usize,
+) -> Result<(), String> {
+    for ch in changes {
+        let row = canon(
+            projection
+                .project(ch.left.as_ref(), ch.right.as_ref())
+                .to_value()
+                .as_object()
+                .unwrap(),
         );
-        if output != expected {
+        let count = output.entry(row.clone()).or_insert(0);
+        if ch.kind.is_accumulate() {
+            *count += 1;
+        } else if *count == 0 {
             return Err(format!(
-                "after record {n} ({rec_side} {value}):\n engine output table {output:?}\n naive join         {expected:?}",
-                rec_side = rec.side,
-                value = rec.value.clone().unwrap_or(Value::Null),
+                "record {n}: {} of a row that is not in the output: {row}",
+                ch.kind
+            ));
+        } else {
+            *count -= 1;
+        }
+        // A -D of a padded row is generated exactly when the input came from the other side
+        // (it gave the row its first match); a -D of a padded row from its own side is an
+        // input retraction and must pass the filter.
+        let padded_other_side = match (&ch.left, &ch.right) {
+            (Some(_), None) => rec.side == Side::Right,
+            (None, Some(_)) => rec.side == Side::Left,
+            _ => false,
+        };
+        if ch.generated != (ch.kind == Kind::Delete && padded_other_side) {
+            return Err(format!(
+                "record {n}: generated tag {} is wrong on {ch:?}",
+                ch.generated
             ));
         }
-        let got = filtered.feed(&rec, n)?;
-        let want: Vec<&JoinedChange> = changes.iter().filter(|ch| !ch.generated).collect();
-        if got.iter().collect::<Vec<_>>() != want {
-            return Err(format!("record {n}: filtered output {got:?}\n is not the unfiltered output minus generated retractions {want:?}"));
-        }
+    }
+    output.retain(|_, v| *v != 0);
+    Ok(())
+}
+
+/// The engine's output table after record `n` (`rec`) equals the naive join of the inputs so far.
+fn matches_naive_join(
+    output: &HashMap<String, i64>,
+    def: &JoinDef<'_>,
+    tables: &[Table; 2],
+    rec: &Record,
+    n: usize,
+) -> Result<(), String> {
+    let expected = multiset(
+        naive_join(def, &tables[0], &tables[1])
+            .into_iter()
+            .map(|(l, r)| canon(&reference_row(l, r))),
+    );
+    if *output != expected {
+        return Err(format!(
+            "after record {n} ({rec_side} {value}):\n engine output table {output:?}\n naive join         {expected:?}",
+            rec_side = rec.side,
+            value = rec.value.clone().unwrap_or(Value::Null),
+        ));
+    }
+    Ok(())
+}
+
+/// The filtered engine's output for record `n` (`got`) is the unfiltered one's (`changes`)
+/// minus the generated retractions.
+fn is_unfiltered_minus_generated(
+    got: &[JoinedChange],
+    changes: &[JoinedChange],
+    n: usize,
+) -> Result<(), String> {
+    let want: Vec<&JoinedChange> = changes.iter().filter(|ch| !ch.generated).collect();
+    if got.iter().collect::<Vec<_>>() != want {
+        return Err(format!("record {n}: filtered output {got:?}\n is not the unfiltered output minus generated retractions {want:?}"));
     }
     Ok(())
 }

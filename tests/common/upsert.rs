@@ -1,6 +1,6 @@
 //! Replay's output and upsert tables for the real-broker tests: replay's records of an input,
-//! an output topic folded as a table, replay's table of the same input, and a wait until the two
-//! agree.
+//! an output topic compared with them, an output topic folded as a table, replay's table of the
+//! same input, and a wait until the two agree.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -87,6 +87,42 @@ pub fn produce_sides<V: Clone + Into<Option<String>>>(
     kafka::produce_many(&kafka::producer(), &produce);
 }
 
+/// Reads `want.len()` records of `topic` (within `wait`): they are replay's `want`, in its order
+/// (`ordered`) or as a multiset; a failure names `what` and shows `sj`'s logs.
+pub fn assert_replays_records(
+    topic: &str,
+    want: &[(Value, Value)],
+    ordered: bool,
+    what: &str,
+    sj: &kafka::Sidejoin,
+    wait: Duration,
+) {
+    let mut want = want.to_vec();
+    let mut got: Vec<(Value, Value)> = kafka::read_all(topic, want.len(), wait)
+        .iter()
+        .map(|r| (r.key_json(), r.value_json()))
+        .collect();
+    if !ordered {
+        let by_text =
+            |a: &(Value, Value), b: &(Value, Value)| a.1.to_string().cmp(&b.1.to_string());
+        got.sort_by(by_text);
+        want.sort_by(by_text);
+    }
+    assert_eq!(
+        got,
+        want,
+        "{what}: output topic differs from replay\nlogs:\n{}",
+        sj.logs()
+    );
+}
+
+/// Nothing more than replay's `n` records arrives on `topic` (read for 2 s); a failure names
+/// `what`.
+pub fn assert_no_more_than(topic: &str, n: usize, what: &str) {
+    let extra = kafka::read_all(topic, n + 1, Duration::from_secs(2));
+    assert_eq!(extra.len(), n, "{what}: more records than replay");
+}
+
 /// Folds upsert records into a table: key → last value, tombstones removing the key.
 pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
     let mut table = BTreeMap::new();
@@ -141,6 +177,26 @@ pub fn materialised(topic: &str) -> HashMap<String, i64> {
         .map(|r| r.value_json())
         .collect();
     materialize(&values)
+}
+
+/// Reads `topic` materialised (`materialised`) until it equals `want`, `pause` between reads;
+/// fails at `deadline` with `differs(got)`.
+pub fn wait_materialised(
+    topic: &str,
+    want: &HashMap<String, i64>,
+    deadline: Instant,
+    pause: Duration,
+    differs: impl Fn(&HashMap<String, i64>) -> String,
+) {
+    loop {
+        // `materialised` fails on a retraction of a row that is not there (a change twice).
+        let got = materialised(topic);
+        if &got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{}", differs(&got));
+        std::thread::sleep(pause);
+    }
 }
 
 /// Replays `lines` in process with `env` and returns its `--records` output as (key, value).

@@ -114,7 +114,51 @@ fn cdc_scenario(avro_output: bool) {
     let scores1 = Writer::new(&format!("{right}-value"), &scores_schema(false));
     let scores2 = Writer::new(&format!("{right}-value"), &scores_schema(true));
     assert_ne!(scores1.id, scores2.id, "two schema versions, two ids");
+    let env = cdc_env(&app, &left, &right, &output, avro_output);
+    let mut sj = Sidejoin::start("run", &env);
+    sj.wait_ready(WAIT);
 
+    let steps = cdc_steps(&users, &scores1, &scores2);
+    let ts = kafka::now_ms();
+    let records = steps.iter().enumerate().map(|(i, (side, writer, value))| {
+        let topic = if *side == "left" { &left } else { &right };
+        let bytes = value.as_ref().map(|v| writer.frame(v));
+        let line = json!({"side": side, "key": null, "value": value, "timestamp": ts + i as i64})
+            .to_string();
+        (
+            (topic.clone(), Some(b"k".to_vec()), bytes, ts + i as i64),
+            line,
+        )
+    });
+    let lines = kafka::produce_one_by_one(&mut sj, records, WAIT);
+    let expected = replay_records(&kafka::with(env.clone(), &[]), &lines);
+    assert!(
+        expected.len() >= 8,
+        "the scenario produces output: {expected:?}"
+    );
+    let got = read_output(&output, expected.len(), avro_output);
+    assert_eq!(got, expected, "logs:\n{}", sj.logs());
+    // The hand-checked essentials: the moved score carries the v2 note, older rows read null.
+    assert!(got.contains(&(
+        json!({"id": 1, "sid": 11}),
+        json!({"id": 1, "name": "anna", "sid": 11, "score": 7.0, "note": "moved"})
+    )));
+    assert!(got.contains(&(
+        json!({"id": 1, "sid": 10}),
+        json!({"id": 1, "name": "anna", "sid": 10, "score": 6.5, "note": null})
+    )));
+    assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 0.0);
+}
+
+/// The CDC scenario's variables: a left join of users and their scores, with Avro output when
+/// `avro_output`.
+fn cdc_env(
+    app: &str,
+    left: &str,
+    right: &str,
+    output: &str,
+    avro_output: bool,
+) -> Vec<(String, String)> {
     let join = env_of(&[
         ("SIDEJOIN_LEFT_FORMAT", "debezium-avro"),
         ("SIDEJOIN_RIGHT_FORMAT", "debezium-avro"),
@@ -131,14 +175,20 @@ fn cdc_scenario(avro_output: bool) {
         ("SIDEJOIN_OUTPUT_MODE", "upsert"),
         ("SIDEJOIN_OUTPUT_KEY", "id,sid"),
     ]);
-    let mut env = kafka::with(kafka::base_env(&app, &left, &right, &output), &join);
+    let mut env = kafka::with(kafka::base_env(app, left, right, output), &join);
     env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
     if avro_output {
         env.push(("SIDEJOIN_OUTPUT_FORMAT".into(), "avro".into()));
     }
-    let mut sj = Sidejoin::start("run", &env);
-    sj.wait_ready(WAIT);
+    env
+}
 
+/// One CDC step: the side, its writer, and the Debezium envelope (`None`: a tombstone).
+type Step<'a> = (&'static str, &'a Writer, Option<Value>);
+
+/// The CDC scenario's steps: inserts, updates that keep and change the join key, deletes and
+/// tombstones; the right side switches to schema v2 midway.
+fn cdc_steps<'a>(users: &'a Writer, scores1: &'a Writer, scores2: &'a Writer) -> Vec<Step<'a>> {
     let ann = json!({"id": 1, "name": "ann"});
     let anna = json!({"id": 1, "name": "anna"});
     let bob = json!({"id": 2, "name": "bob"});
@@ -147,93 +197,63 @@ fn cdc_scenario(avro_output: bool) {
     let s11 = json!({"sid": 11, "user_id": 2, "score": 7.0});
     let s11moved = json!({"sid": 11, "user_id": 1, "score": 7.0, "note": "moved"});
     let s12 = json!({"sid": 12, "user_id": 2, "score": 9.25, "note": "new"});
-    // (side, writer, value envelope; None = tombstone)
-    let steps: Vec<(&str, &Writer, Option<Value>)> = vec![
-        ("left", &users, Some(dbz(Value::Null, ann.clone(), "c"))),
-        ("left", &users, Some(dbz(Value::Null, bob.clone(), "r"))),
-        ("right", &scores1, Some(dbz(Value::Null, s10.clone(), "c"))),
-        ("right", &scores1, Some(dbz(Value::Null, s11.clone(), "c"))),
-        ("left", &users, Some(dbz(ann, anna.clone(), "u"))),
-        ("right", &scores1, Some(dbz(s10, s10b.clone(), "u"))),
+    vec![
+        ("left", users, Some(dbz(Value::Null, ann.clone(), "c"))),
+        ("left", users, Some(dbz(Value::Null, bob.clone(), "r"))),
+        ("right", scores1, Some(dbz(Value::Null, s10.clone(), "c"))),
+        ("right", scores1, Some(dbz(Value::Null, s11.clone(), "c"))),
+        ("left", users, Some(dbz(ann, anna.clone(), "u"))),
+        ("right", scores1, Some(dbz(s10, s10b.clone(), "u"))),
         // Schema v2 from here on the right: the older rows read `note` as null.
         (
             "right",
-            &scores2,
+            scores2,
             Some(dbz(
                 json!({"sid": 11, "user_id": 2, "score": 7.0, "note": null}),
                 s11moved.clone(),
                 "u",
             )),
         ),
-        ("right", &scores2, Some(dbz(Value::Null, s12.clone(), "c"))),
-        ("left", &users, Some(dbz(bob, Value::Null, "d"))),
-        ("left", &users, None),
-        ("right", &scores2, Some(dbz(s12, Value::Null, "d"))),
-        ("right", &scores2, None),
-        ("right", &scores1, Some(dbz(s10b, Value::Null, "d"))),
-    ];
-    let producer = kafka::producer();
-    let mut lines = Vec::new();
-    let ts = kafka::now_ms();
-    for (i, (side, writer, value)) in steps.iter().enumerate() {
-        let topic = if *side == "left" { &left } else { &right };
-        let bytes = value.as_ref().map(|v| writer.frame(v));
-        // Each record is consumed before the next is produced: one order, as in replay.
-        avro::produce_bytes(
-            &producer,
-            &[(topic.clone(), Some(b"k".to_vec()), bytes, ts + i as i64)],
-        );
-        sj.wait_records_in(i as u64 + 1, WAIT);
-        lines.push(
-            json!({"side": side, "key": null, "value": value, "timestamp": ts + i as i64})
-                .to_string(),
-        );
-    }
-    let expected = replay_records(&kafka::with(env.clone(), &[]), &lines);
-    assert!(
-        expected.len() >= 8,
-        "the scenario produces output: {expected:?}"
-    );
-    let records = kafka::read_all(&output, expected.len(), WAIT);
-    let got: Vec<(Value, Value)> = if avro_output {
-        let (key_id, value_id) = (
-            latest_id(&format!("{output}-key")),
-            latest_id(&format!("{output}-value")),
-        );
-        records
-            .iter()
-            .map(|r| {
-                let (k, kid) = decode_output(r.key.as_deref());
-                let (v, vid) = decode_output(r.value.as_deref());
-                assert_eq!(
-                    kid,
-                    Some(key_id),
-                    "keys use the registered <topic>-key schema"
-                );
-                assert!(
-                    vid.is_none() || vid == Some(value_id),
-                    "values use <topic>-value"
-                );
-                (k, v)
-            })
-            .collect()
-    } else {
-        records
+        ("right", scores2, Some(dbz(Value::Null, s12.clone(), "c"))),
+        ("left", users, Some(dbz(bob, Value::Null, "d"))),
+        ("left", users, None),
+        ("right", scores2, Some(dbz(s12, Value::Null, "d"))),
+        ("right", scores2, None),
+        ("right", scores1, Some(dbz(s10b, Value::Null, "d"))),
+    ]
+}
+
+/// `n` records of `output` as (key, value) JSON: decoded by apache-avro with the schemas
+/// registered under `<topic>-key` and `<topic>-value` (`avro_output`), else parsed.
+fn read_output(output: &str, n: usize, avro_output: bool) -> Vec<(Value, Value)> {
+    let records = kafka::read_all(output, n, WAIT);
+    if !avro_output {
+        return records
             .iter()
             .map(|r| (r.key_json(), r.value_json()))
-            .collect()
-    };
-    assert_eq!(got, expected, "logs:\n{}", sj.logs());
-    // The hand-checked essentials: the moved score carries the v2 note, older rows read null.
-    assert!(got.contains(&(
-        json!({"id": 1, "sid": 11}),
-        json!({"id": 1, "name": "anna", "sid": 11, "score": 7.0, "note": "moved"})
-    )));
-    assert!(got.contains(&(
-        json!({"id": 1, "sid": 10}),
-        json!({"id": 1, "name": "anna", "sid": 10, "score": 6.5, "note": null})
-    )));
-    assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 0.0);
+            .collect();
+    }
+    let (key_id, value_id) = (
+        latest_id(&format!("{output}-key")),
+        latest_id(&format!("{output}-value")),
+    );
+    records
+        .iter()
+        .map(|r| {
+            let (k, kid) = decode_output(r.key.as_deref());
+            let (v, vid) = decode_output(r.value.as_deref());
+            assert_eq!(
+                kid,
+                Some(key_id),
+                "keys use the registered <topic>-key schema"
+            );
+            assert!(
+                vid.is_none() || vid == Some(value_id),
+                "values use <topic>-value"
+            );
+            (k, v)
+        })
+        .collect()
 }
 
 /// Acceptance 6: with the registry down at start sidejoin is not ready and says why; once the
@@ -242,20 +262,7 @@ fn cdc_scenario(avro_output: bool) {
 fn registry_down_at_start_then_up() {
     let (left, right, output) = kafka::join_topics("avro-down", [1, 1, 1]);
     let app = kafka::unique("avro-down-app");
-    let dir = std::env::temp_dir().join(kafka::unique("registry-later"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ports: Vec<u16> = (0..2)
-        .map(|_| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-        })
-        .collect();
-    // scripts/registry.sh starts on the ports written here when they are free.
-    std::fs::write(dir.join("ports"), format!("{} {}\n", ports[0], ports[1])).unwrap();
-    let url = format!("http://127.0.0.1:{}/apis/ccompat/v7", ports[0]);
+    let (dir, url) = registry_to_start_later();
     let password = "pw-never-logged-9f3a";
     let mut env = kafka::base_env(&app, &left, &right, &output);
     env.extend(env_of(&[
@@ -278,13 +285,7 @@ fn registry_down_at_start_then_up() {
         200,
         "not ready while the registry is down"
     );
-
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/registry.sh");
-    let started = std::process::Command::new(script)
-        .arg("start")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let started = registry_script("start", &dir).output().unwrap();
     assert!(
         started.status.success(),
         "{}",
@@ -292,32 +293,10 @@ fn registry_down_at_start_then_up() {
     );
     sj.wait_ready(WAIT);
     // The registry works for it: a record decodes.
-    let w = Writer {
-        id: avro::register_at(
-            &url,
-            &format!("{left}-value"),
-            &json!({"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}),
-        ),
-        schema: apache_avro::Schema::parse(
-            &json!({"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}),
-        )
-        .unwrap(),
-    };
-    avro::produce_bytes(
-        &kafka::producer(),
-        &[(
-            left.clone(),
-            None,
-            Some(w.frame(&json!({"id": 1}))),
-            kafka::now_ms(),
-        )],
-    );
+    produce_one_avro_record(&url, &left);
     sj.wait_records_in(1, WAIT);
     assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 0.0);
-    let _ = std::process::Command::new(script)
-        .arg("stop")
-        .arg(&dir)
-        .status();
+    let _ = registry_script("stop", &dir).status();
     let _ = std::fs::remove_dir_all(&dir);
     let logs = sj.logs();
     assert!(logs.contains("schema registry"), "{logs}");
@@ -329,6 +308,58 @@ fn registry_down_at_start_then_up() {
     assert!(
         !logs.contains("c2lkZWpvaW46cHctbmV2ZXItbG9nZ2VkLTlmM2E"),
         "{logs}"
+    );
+}
+
+/// A directory for a registry not started yet, with the two free ports it is to use (written
+/// in `ports`, where scripts/registry.sh starts when they are free), and its URL.
+fn registry_to_start_later() -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(kafka::unique("registry-later"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ports: Vec<u16> = (0..2)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        })
+        .collect();
+    std::fs::write(dir.join("ports"), format!("{} {}\n", ports[0], ports[1])).unwrap();
+    let url = format!("http://127.0.0.1:{}/apis/ccompat/v7", ports[0]);
+    (dir, url)
+}
+
+/// `scripts/registry.sh <command> <dir>`, to run.
+fn registry_script(command: &str, dir: &std::path::Path) -> std::process::Command {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/registry.sh");
+    let mut cmd = std::process::Command::new(script);
+    cmd.arg(command).arg(dir);
+    cmd
+}
+
+/// Registers a one-field schema for `left`'s values at the registry `url` and produces one
+/// record written with it.
+fn produce_one_avro_record(url: &str, left: &str) {
+    let w = Writer {
+        id: avro::register_at(
+            url,
+            &format!("{left}-value"),
+            &json!({"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}),
+        ),
+        schema: apache_avro::Schema::parse(
+            &json!({"type": "record", "name": "R", "fields": [{"name": "id", "type": "int"}]}),
+        )
+        .unwrap(),
+    };
+    avro::produce_bytes(
+        &kafka::producer(),
+        &[(
+            left.to_owned(),
+            None,
+            Some(w.frame(&json!({"id": 1}))),
+            kafka::now_ms(),
+        )],
     );
 }
 

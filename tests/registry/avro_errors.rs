@@ -119,51 +119,8 @@ fn ten_thousand_malformed_records_go_to_the_dlq_and_the_valid_ones_join() {
             {"name": "next", "type": ["null", "Node"], "default": null}
         ]}),
     );
-    let mut env = kafka::base_env(&app, &left, &right, &output);
-    for (k, v) in [
-        ("SIDEJOIN_LEFT_FORMAT", "avro"),
-        ("SIDEJOIN_RIGHT_FORMAT", "avro"),
-        ("SIDEJOIN_LEFT_KEY", "k"),
-        ("SIDEJOIN_RIGHT_KEY", "k"),
-        ("SIDEJOIN_SELECT", "l.k AS k, l.v AS v, r.w AS w"),
-        ("SIDEJOIN_DLQ_TOPIC", dlq.as_str()),
-    ] {
-        env.push((k.to_owned(), v.to_owned()));
-    }
-    env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
-
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
-    let ts = kafka::now_ms();
-    let mut records: Vec<RawRecord> = Vec::new();
-    let mut reasons: HashMap<Vec<u8>, &str> = HashMap::new();
-    let mut bad = 0;
-    for k in 0..VALID {
-        // Keyed by the join key, so that both sides of a key share a partition.
-        let key = Some(k.to_string().into_bytes());
-        records.push((
-            left.clone(),
-            key.clone(),
-            Some(lw.frame(&json!({"k": k, "v": format!("l{k}")}))),
-            ts,
-        ));
-        records.push((
-            right.clone(),
-            key.clone(),
-            Some(rw.frame(&json!({"k": k, "w": format!("r{k}")}))),
-            ts,
-        ));
-        // 50 bad records after each valid pair, alternating topics.
-        for _ in 0..BAD / VALID as usize {
-            let (value, reason) = malformed(bad, &mut rng, &lw, node.id);
-            let topic = if bad % 2 == 0 { &left } else { &right };
-            // The DLQ keeps the original key: it identifies the record.
-            let key = format!("bad-{bad}").into_bytes();
-            reasons.insert(key.clone(), reason);
-            records.push((topic.clone(), Some(key), Some(value), ts));
-            bad += 1;
-        }
-    }
-    assert_eq!(bad, BAD);
+    let env = dlq_env(&app, &left, &right, &output, &dlq);
+    let (records, reasons) = valid_and_malformed(&left, &right, &lw, &rw, node.id);
     avro::produce_bytes(&kafka::producer(), &records);
 
     let mut sj = Sidejoin::start("run", &env);
@@ -171,15 +128,7 @@ fn ten_thousand_malformed_records_go_to_the_dlq_and_the_valid_ones_join() {
     let dead = kafka::read_all(&dlq, BAD, WAIT);
     assert_eq!(dead.len(), BAD, "logs:\n{}", sj.logs());
     for r in &dead {
-        let key = r.key.clone().expect("the original key");
-        let want = reasons[&key];
-        let error = r.headers.get("sidejoin.error").expect("a reason header");
-        assert!(
-            error.contains(want),
-            "{}: expected a reason with {want:?}, got {error:?}",
-            String::from_utf8_lossy(&key)
-        );
-        assert!(r.headers.contains_key("sidejoin.source.offset"));
+        assert_dead_letter(r, &reasons);
     }
     let joined = kafka::read_all(&output, VALID as usize, WAIT);
     let rows: BTreeSet<String> = joined
@@ -196,4 +145,79 @@ fn ten_thousand_malformed_records_go_to_the_dlq_and_the_valid_ones_join() {
     assert!(!logs.contains("panicked"), "{logs}");
     // Still alive and serving.
     assert_eq!(sj.get("/healthz").0, 200);
+}
+
+/// The variables of an Avro join on k of both sides, dead-lettering to `dlq`.
+fn dlq_env(app: &str, left: &str, right: &str, output: &str, dlq: &str) -> Vec<(String, String)> {
+    let mut env = kafka::base_env(app, left, right, output);
+    for (k, v) in [
+        ("SIDEJOIN_LEFT_FORMAT", "avro"),
+        ("SIDEJOIN_RIGHT_FORMAT", "avro"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        ("SIDEJOIN_SELECT", "l.k AS k, l.v AS v, r.w AS w"),
+        ("SIDEJOIN_DLQ_TOPIC", dlq),
+    ] {
+        env.push((k.to_owned(), v.to_owned()));
+    }
+    env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
+    env
+}
+
+/// `VALID` valid pairs (written by `lw` and `rw`), each followed by its share of the `BAD`
+/// malformed records; and the reason each malformed one must be dead-lettered with, by its key.
+fn valid_and_malformed(
+    left: &str,
+    right: &str,
+    lw: &Writer,
+    rw: &Writer,
+    node_id: u32,
+) -> (Vec<RawRecord>, HashMap<Vec<u8>, &'static str>) {
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let ts = kafka::now_ms();
+    let mut records: Vec<RawRecord> = Vec::new();
+    let mut reasons: HashMap<Vec<u8>, &str> = HashMap::new();
+    let mut bad = 0;
+    for k in 0..VALID {
+        // Keyed by the join key, so that both sides of a key share a partition.
+        let key = Some(k.to_string().into_bytes());
+        records.push((
+            left.to_owned(),
+            key.clone(),
+            Some(lw.frame(&json!({"k": k, "v": format!("l{k}")}))),
+            ts,
+        ));
+        records.push((
+            right.to_owned(),
+            key.clone(),
+            Some(rw.frame(&json!({"k": k, "w": format!("r{k}")}))),
+            ts,
+        ));
+        // 50 bad records after each valid pair, alternating topics.
+        for _ in 0..BAD / VALID as usize {
+            let (value, reason) = malformed(bad, &mut rng, lw, node_id);
+            let topic = if bad % 2 == 0 { left } else { right };
+            // The DLQ keeps the original key: it identifies the record.
+            let key = format!("bad-{bad}").into_bytes();
+            reasons.insert(key.clone(), reason);
+            records.push((topic.to_owned(), Some(key), Some(value), ts));
+            bad += 1;
+        }
+    }
+    assert_eq!(bad, BAD);
+    (records, reasons)
+}
+
+/// A dead letter keeps its original key, carries its source offset, and its reason has the
+/// words `reasons` expects for that key.
+fn assert_dead_letter(r: &kafka::Record, reasons: &HashMap<Vec<u8>, &str>) {
+    let key = r.key.clone().expect("the original key");
+    let want = reasons[&key];
+    let error = r.headers.get("sidejoin.error").expect("a reason header");
+    assert!(
+        error.contains(want),
+        "{}: expected a reason with {want:?}, got {error:?}",
+        String::from_utf8_lossy(&key)
+    );
+    assert!(r.headers.contains_key("sidejoin.source.offset"));
 }

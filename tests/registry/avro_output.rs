@@ -85,12 +85,17 @@ fn types_value() -> Vec<(String, apache_avro::types::Value)> {
     ]
 }
 
-/// Acceptance 3 (JSON output): every logical and complex Avro type reaches the output row as
-/// the mapping in docs/src/operations/avro.md says. The expected row is written by hand.
-#[test]
-fn logical_types_reach_the_output_as_documented() {
-    let (left, right, output) = kafka::join_topics("avro-types", [1, 1, 1]);
-    let app = kafka::unique("avro-types-app");
+/// Joins one left row of every type (Avro, `types_value`) with the JSON row `right_row`:
+/// starts sidejoin selecting `select` in the append mode, with `extra` variables, and produces
+/// both rows. Returns the output topic and the running sidejoin.
+fn join_one_row_of_every_type(
+    name: &str,
+    select: &str,
+    extra: &[(&str, &str)],
+    right_row: &[u8],
+) -> (String, Sidejoin) {
+    let (left, right, output) = kafka::join_topics(name, [1, 1, 1]);
+    let app = kafka::unique(&format!("{name}-app"));
     let w = Writer::new(&format!("{left}-value"), &types_schema());
     let value = apache_avro::types::Value::Record(types_value());
     let mut env = kafka::base_env(&app, &left, &right, &output);
@@ -98,9 +103,10 @@ fn logical_types_reach_the_output_as_documented() {
         ("SIDEJOIN_LEFT_FORMAT", "avro"),
         ("SIDEJOIN_LEFT_KEY", "id"),
         ("SIDEJOIN_RIGHT_KEY", "id"),
-        ("SIDEJOIN_SELECT", "l.*, r.other"),
+        ("SIDEJOIN_SELECT", select),
         ("SIDEJOIN_OUTPUT_MODE", "append"),
     ]));
+    env.extend(env_of(extra));
     env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
     let mut sj = Sidejoin::start("run", &env);
     sj.wait_ready(WAIT);
@@ -109,18 +115,39 @@ fn logical_types_reach_the_output_as_documented() {
         &kafka::producer(),
         &[
             (left.clone(), None, Some(w.frame_value(value)), ts),
-            (
-                right.clone(),
-                None,
-                Some(br#"{"id":7,"other":"x"}"#.to_vec()),
-                ts,
-            ),
+            (right.clone(), None, Some(right_row.to_vec()), ts),
         ],
+    );
+    (output, sj)
+}
+
+/// Acceptance 3 (JSON output): every logical and complex Avro type reaches the output row as
+/// the mapping in docs/src/operations/avro.md says. The expected row is written by hand.
+#[test]
+fn logical_types_reach_the_output_as_documented() {
+    let (output, sj) = join_one_row_of_every_type(
+        "avro-types",
+        "l.*, r.other",
+        &[],
+        br#"{"id":7,"other":"x"}"#,
     );
     let got = kafka::read_all(&output, 1, WAIT);
     assert_eq!(got.len(), 1, "logs:\n{}", sj.logs());
     let text = String::from_utf8(got[0].value.clone().unwrap()).unwrap();
-    let expected = json!({
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        documented_row(),
+        "{text}"
+    );
+    // Decimals keep their exact text, scale included.
+    assert!(text.contains(r#""dec":-123.45,"#), "{text}");
+    assert!(text.contains(r#""dec_fixed":1.230,"#), "{text}");
+}
+
+/// `types_value` joined with `{"other": "x"}` as docs/src/operations/avro.md maps it to JSON
+/// (written by hand).
+fn documented_row() -> Value {
+    json!({
         "id": 7,
         "ts_ms": "2024-01-31T13:45:00.123Z",
         "ts_us": "2024-01-31T13:45:00.123456Z",
@@ -142,15 +169,7 @@ fn logical_types_reach_the_output_as_documented() {
         "dbl": 0.1,
         "flag": true,
         "other": "x"
-    });
-    assert_eq!(
-        serde_json::from_str::<Value>(&text).unwrap(),
-        expected,
-        "{text}"
-    );
-    // Decimals keep their exact text, scale included.
-    assert!(text.contains(r#""dec":-123.45,"#), "{text}");
-    assert!(text.contains(r#""dec_fixed":1.230,"#), "{text}");
+    })
 }
 
 /// Acceptance 3 and 4 (Avro output): every logical and complex type read from Avro input is
@@ -159,33 +178,11 @@ fn logical_types_reach_the_output_as_documented() {
 #[test]
 fn logical_types_round_trip_through_avro_output() {
     use apache_avro::types::Value as A;
-    let (left, right, output) = kafka::join_topics("avro-types-out", [1, 1, 1]);
-    let app = kafka::unique("avro-types-out-app");
-    let w = Writer::new(&format!("{left}-value"), &types_schema());
-    let mut env = kafka::base_env(&app, &left, &right, &output);
-    env.extend(env_of(&[
-        ("SIDEJOIN_LEFT_FORMAT", "avro"),
-        ("SIDEJOIN_LEFT_KEY", "id"),
-        ("SIDEJOIN_RIGHT_KEY", "id"),
-        ("SIDEJOIN_SELECT", "l.*"),
-        ("SIDEJOIN_OUTPUT_MODE", "append"),
-        ("SIDEJOIN_OUTPUT_FORMAT", "avro"),
-    ]));
-    env.push(("SIDEJOIN_SCHEMA_REGISTRY_URL".into(), avro::registry_url()));
-    let mut sj = Sidejoin::start("run", &env);
-    sj.wait_ready(WAIT);
-    let ts = kafka::now_ms();
-    avro::produce_bytes(
-        &kafka::producer(),
-        &[
-            (
-                left.clone(),
-                None,
-                Some(w.frame_value(A::Record(types_value()))),
-                ts,
-            ),
-            (right.clone(), None, Some(br#"{"id":7}"#.to_vec()), ts),
-        ],
+    let (output, sj) = join_one_row_of_every_type(
+        "avro-types-out",
+        "l.*",
+        &[("SIDEJOIN_OUTPUT_FORMAT", "avro")],
+        br#"{"id":7}"#,
     );
     let got = kafka::read_all(&output, 1, WAIT);
     assert_eq!(got.len(), 1, "logs:\n{}", sj.logs());
