@@ -29,7 +29,7 @@ async fn readyz(State(m): State<Arc<Metrics>>) -> (StatusCode, &'static str) {
     }
 }
 
-pub fn router(metrics: Arc<Metrics>) -> Router {
+pub(crate) fn router(metrics: Arc<Metrics>) -> Router {
     Router::new()
         .route("/metrics", get(self::metrics))
         .route("/healthz", get(healthz))
@@ -38,7 +38,7 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
 }
 
 /// Binds `addr` (port 0 picks a free port), logs the address and serves until `shutdown`.
-pub async fn serve(
+pub(crate) async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,

@@ -10,11 +10,11 @@ pub use sidejoin_core::{
 };
 pub use sidejoin_store as store;
 
-pub mod avro;
+mod avro;
 mod backoff;
 pub mod check;
-pub mod http;
-pub mod kafka;
+mod http;
+mod kafka;
 pub mod metrics;
-pub mod plan;
+mod plan;
 pub mod runtime;

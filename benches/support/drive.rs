@@ -14,17 +14,17 @@ use sidejoin::store::{Checkpointed, RocksState, StoreOptions};
 use super::kafka_workload::KafkaRecord;
 
 /// Records between two checkpoints (about what one commit interval holds at full speed).
-pub const CHECKPOINT_EVERY: usize = 50_000;
+pub(crate) const CHECKPOINT_EVERY: usize = 50_000;
 
 /// Which state store the processor runs on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Store {
+pub(crate) enum Store {
     Memory,
     Rocks,
 }
 
 impl Store {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Store::Memory => "memory",
             Store::Rocks => "rocksdb",
@@ -33,14 +33,14 @@ impl Store {
 }
 
 /// The join processor with the state it joins against.
-pub enum Driven {
+pub(crate) enum Driven {
     Memory(JoinProcessor, MemoryState),
     Rocks(JoinProcessor, Box<RocksState>),
 }
 
 /// A processor over a fresh store (RocksDB in `dir`, with `options`), assigned partitions 0
 /// and 1.
-pub fn processor(
+pub(crate) fn processor(
     config: &Config,
     store: Store,
     dir: &std::path::Path,
@@ -63,7 +63,7 @@ pub fn processor(
 
 /// Feeds every record; returns the number of output records and their total bytes. `progress`
 /// is called after every million records.
-pub fn run<'a>(
+pub(crate) fn run<'a>(
     driven: &mut Driven,
     records: impl IntoIterator<Item = std::borrow::Cow<'a, KafkaRecord>>,
     progress: impl FnMut(usize),

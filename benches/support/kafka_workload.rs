@@ -16,7 +16,7 @@ use sidejoin::config::{self, Config, Mode};
 
 /// One Kafka record of the workload.
 #[derive(Clone)]
-pub struct KafkaRecord {
+pub(crate) struct KafkaRecord {
     pub side: Side,
     pub partition: i32,
     pub timestamp: i64,
@@ -25,20 +25,20 @@ pub struct KafkaRecord {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Workload {
+pub(crate) enum Workload {
     PkLeft,
     FanoutInner,
     IntervalLeft,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 3] = [
+    pub(crate) const ALL: [Workload; 3] = [
         Workload::PkLeft,
         Workload::FanoutInner,
         Workload::IntervalLeft,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Workload::PkLeft => "pk_left",
             Workload::FanoutInner => "fanout_inner",
@@ -46,17 +46,17 @@ impl Workload {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Workload> {
+    pub(crate) fn parse(s: &str) -> Option<Workload> {
         Workload::ALL.into_iter().find(|w| w.name() == s)
     }
 
     /// `n` records over `n / 10` keys (as in the figures).
-    pub fn records(self, n: u64) -> Vec<KafkaRecord> {
+    pub(crate) fn records(self, n: u64) -> Vec<KafkaRecord> {
         self.stream(n, (n / 10).max(1)).collect()
     }
 
     /// `n` records over `keys` keys, made one at a time (for runs too big to hold the input).
-    pub fn stream(self, n: u64, keys: u64) -> impl Iterator<Item = KafkaRecord> {
+    pub(crate) fn stream(self, n: u64, keys: u64) -> impl Iterator<Item = KafkaRecord> {
         (0..n).map(move |i| match self {
             Workload::PkLeft => pk_record(i, keys),
             Workload::FanoutInner => fanout_record(i, keys),
@@ -64,7 +64,7 @@ impl Workload {
         })
     }
 
-    pub fn config(self) -> Config {
+    pub(crate) fn config(self) -> Config {
         let select =
             "l.id AS id, l.name, l.city, l.age, l.ts AS lts, r.score, r.level, r.tag, r.ts AS rts";
         let env: Vec<(&str, &str)> = match self {

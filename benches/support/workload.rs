@@ -28,14 +28,14 @@ impl Rng {
 }
 
 #[derive(Clone)]
-pub struct Record {
+pub(crate) struct Record {
     pub side: Side,
     pub timestamp: i64,
     pub value: Value,
 }
 
 /// The records as Kafka would carry them: JSON bytes.
-pub fn as_bytes(records: &[Record]) -> Vec<(Side, i64, Vec<u8>)> {
+pub(crate) fn as_bytes(records: &[Record]) -> Vec<(Side, i64, Vec<u8>)> {
     records
         .iter()
         .map(|r| (r.side, r.timestamp, serde_json::to_vec(&r.value).unwrap()))
@@ -53,7 +53,7 @@ fn right_row(id: u64, version: u64) -> Value {
 
 /// The input records: 2 × `keys` inserts in a random order, then 10% of all changes are
 /// primary-key updates, placed at random positions in the second half (after most inserts).
-pub fn records(keys: u64) -> Vec<Record> {
+pub(crate) fn records(keys: u64) -> Vec<Record> {
     let mut rng = Rng(42);
     let inserts = 2 * keys;
     let updates = inserts / 9;
@@ -89,7 +89,7 @@ pub fn records(keys: u64) -> Vec<Record> {
         .collect()
 }
 
-pub fn config() -> Config {
+pub(crate) fn config() -> Config {
     let env = [
         ("SIDEJOIN_JOIN_TYPE", "left"),
         ("SIDEJOIN_LEFT_KEY", "id"),
@@ -109,7 +109,7 @@ pub fn config() -> Config {
 }
 
 /// The records as decoded rows (decoding is not timed by `run`).
-pub fn as_rows(records: &[Record]) -> Vec<(Side, i64, Row)> {
+pub(crate) fn as_rows(records: &[Record]) -> Vec<(Side, i64, Row)> {
     records
         .iter()
         .map(|r| (r.side, r.timestamp, Row::from_value(&r.value).unwrap()))
@@ -120,7 +120,7 @@ pub fn as_rows(records: &[Record]) -> Vec<(Side, i64, Row)> {
 /// to `sink`; returns the number of output changes and the pipeline (so its teardown is not
 /// timed).
 #[inline(never)]
-pub fn run(
+pub(crate) fn run(
     config: &Config,
     records: Vec<(Side, i64, Row)>,
     mut sink: impl FnMut(&[u8]),
@@ -153,7 +153,7 @@ pub fn run(
 
 /// The same from JSON bytes: decoding included, as in `sidejoin run`.
 #[inline(never)]
-pub fn run_bytes(
+pub(crate) fn run_bytes(
     config: &Config,
     records: &[(Side, i64, Vec<u8>)],
     mut sink: impl FnMut(&[u8]),
@@ -180,7 +180,7 @@ pub fn run_bytes(
 }
 
 /// The interval-join workload: `rows` rows 1 ms apart, alternating sides, over `keys` keys.
-pub fn interval_records(rows: u64, keys: u64) -> Vec<Record> {
+pub(crate) fn interval_records(rows: u64, keys: u64) -> Vec<Record> {
     (0..rows)
         .map(|i| {
             let side = if i % 2 == 0 { Side::Left } else { Side::Right };
@@ -198,7 +198,7 @@ pub fn interval_records(rows: u64, keys: u64) -> Vec<Record> {
 }
 
 /// An interval left join on `id`, [-1m, +1m] around the Kafka timestamps.
-pub fn interval_config() -> Config {
+pub(crate) fn interval_config() -> Config {
     let env = [
         ("SIDEJOIN_JOIN_TYPE", "left"),
         ("SIDEJOIN_LEFT_KEY", "id"),

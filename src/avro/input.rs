@@ -13,7 +13,7 @@ use crate::format::DecodeError;
 use sidejoin_core::avro::json::datum_to_json;
 
 /// The schema id and body of a framed record, or why it is not one.
-pub fn unframe<'a>(bytes: &'a [u8], what: &str) -> Result<(u32, &'a [u8]), DecodeError> {
+pub(crate) fn unframe<'a>(bytes: &'a [u8], what: &str) -> Result<(u32, &'a [u8]), DecodeError> {
     if bytes.len() < 5 {
         return Err(DecodeError::new(format!(
             "{what} is {} byte(s): too short for the Confluent Avro wire format (magic byte 0, 4-byte schema id, body)",
@@ -36,7 +36,7 @@ pub fn unframe<'a>(bytes: &'a [u8], what: &str) -> Result<(u32, &'a [u8]), Decod
 }
 
 /// Decodes the framed `bytes` into `out` (cleared first) as JSON.
-pub fn to_json(
+pub(crate) fn to_json(
     schemas: &mut SchemaCache,
     bytes: &[u8],
     what: &str,
@@ -52,18 +52,18 @@ pub fn to_json(
 }
 
 /// A record's key and value as JSON (absent stays absent).
-pub type JsonRecord<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+pub(crate) type JsonRecord<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// Scratch buffers for one record's JSON.
 #[derive(Default)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     key: Vec<u8>,
     value: Vec<u8>,
 }
 
 impl Decoded {
     /// The JSON key and value of an Avro record of a side with `envelope` (absent stays absent).
-    pub fn decode<'s>(
+    pub(crate) fn decode<'s>(
         &'s mut self,
         schemas: &mut SchemaCache,
         envelope: Envelope,

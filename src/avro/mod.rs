@@ -8,11 +8,11 @@
 //! Output: `output` registers the output schemas at start and re-encodes the JSON records the
 //! output modes build (`encode`); replay prints JSON whatever the output format.
 
-pub mod input;
-pub mod output;
-pub mod registry;
-pub mod schemas;
-pub mod subjects;
+pub(crate) mod input;
+pub(crate) mod output;
+pub(crate) mod registry;
+pub(crate) mod schemas;
+pub(crate) mod subjects;
 
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ pub enum AvroSetupError {
 }
 
 /// The Avro decoding of the sides whose format is Avro.
-pub struct AvroInput {
+pub(crate) struct AvroInput {
     schemas: SchemaCache,
     /// The envelope of each Avro side; `None` for a JSON side.
     envelopes: [Option<Envelope>; 2],
@@ -50,7 +50,7 @@ pub struct AvroInput {
 
 impl AvroInput {
     /// `None` when neither side is Avro. Fails when the registry cannot be set up (its CA file).
-    pub fn new(config: &Config) -> Result<Option<Self>, AvroSetupError> {
+    pub(crate) fn new(config: &Config) -> Result<Option<Self>, AvroSetupError> {
         let envelope = |side: Side| {
             let s = config.join.side(side);
             s.format.is_avro().then(|| s.format.envelope())
@@ -70,12 +70,12 @@ impl AvroInput {
     }
 
     /// Is `side` Avro?
-    pub fn is_avro(&self, side: Side) -> bool {
+    pub(crate) fn is_avro(&self, side: Side) -> bool {
         self.envelopes[side.index()].is_some()
     }
 
     /// The JSON key and value of an Avro record of `side` (which must be Avro).
-    pub fn decode<'s>(
+    pub(crate) fn decode<'s>(
         &'s mut self,
         side: Side,
         key: Option<&'s [u8]>,
@@ -87,14 +87,20 @@ impl AvroInput {
 
     /// Waits until the registry answers (SPEC §8: unreachable → retry with backoff, not ready,
     /// log clearly); `false` when `shutdown` came first.
-    pub fn wait_for_registry(&self, shutdown: &CancellationToken) -> Result<bool, AvroSetupError> {
+    pub(crate) fn wait_for_registry(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> Result<bool, AvroSetupError> {
         wait_for(self.schemas.registry(), shutdown)
     }
 }
 
 /// Pings `registry` until it answers, with backoff; `Ok(false)` when cancelled, `Err` when it
 /// refuses (e.g. bad credentials).
-pub fn wait_for(registry: &Registry, shutdown: &CancellationToken) -> Result<bool, AvroSetupError> {
+pub(crate) fn wait_for(
+    registry: &Registry,
+    shutdown: &CancellationToken,
+) -> Result<bool, AvroSetupError> {
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
     let mut attempts = 0u32;
     loop {

@@ -50,7 +50,7 @@ impl Registered {
 }
 
 /// Re-encodes output records as Avro. Built by `prepare` (it needs the registry).
-pub struct AvroOutput {
+pub(crate) struct AvroOutput {
     value: Registered,
     key: Option<Registered>,
     /// Output column names the value schema has (for the dropped-column warning).
@@ -63,7 +63,7 @@ pub struct AvroOutput {
 impl AvroOutput {
     /// Derives (or parses) the schemas and registers them, retrying while the registry is
     /// unavailable; `Ok(None)` when `shutdown` came first.
-    pub fn prepare(
+    pub(crate) fn prepare(
         config: &Config,
         registry: &Registry,
         shutdown: &CancellationToken,
@@ -101,7 +101,7 @@ impl AvroOutput {
     }
 
     /// Appends `json`'s records to `out` as Avro; on error nothing of them is appended.
-    pub fn convert(&mut self, json: &Records, out: &mut Records) -> Result<(), DecodeError> {
+    pub(crate) fn convert(&mut self, json: &Records, out: &mut Records) -> Result<(), DecodeError> {
         let start = (out.bytes.len(), out.records.len());
         let (mut key_buf, mut value_buf) = (
             std::mem::take(&mut self.scratch_key),

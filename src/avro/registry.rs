@@ -35,7 +35,7 @@ impl RegistryError {
 }
 
 /// One registry, by its base URL (up to and without `/schemas/...`).
-pub struct Registry {
+pub(crate) struct Registry {
     base: String,
     auth: Option<String>,
     agent: ureq::Agent,
@@ -54,7 +54,7 @@ const CONTENT_TYPE: &str = "application/vnd.schemaregistry.v1+json";
 
 impl Registry {
     /// A client for `spec`; fails when the CA file cannot be read.
-    pub fn new(spec: &RegistrySpec) -> Result<Self, AvroSetupError> {
+    pub(crate) fn new(spec: &RegistrySpec) -> Result<Self, AvroSetupError> {
         let mut tls = TlsConfig::builder();
         if let Some(path) = &spec.ca_location {
             let pem = std::fs::read(path).map_err(|e| {
@@ -94,18 +94,18 @@ impl Registry {
     }
 
     /// The base URL (no credentials in it: userinfo is refused by the configuration).
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.base
     }
 
     /// The schema text registered under `id`.
-    pub fn schema_by_id(&self, id: u32) -> Result<String, RegistryError> {
+    pub(crate) fn schema_by_id(&self, id: u32) -> Result<String, RegistryError> {
         let body = self.request("GET", &format!("/schemas/ids/{id}"), None)?;
         schema_field(&body, &format!("schema id {id}"))
     }
 
     /// The latest schema of `subject`.
-    pub fn latest(&self, subject: &str) -> Result<String, RegistryError> {
+    pub(crate) fn latest(&self, subject: &str) -> Result<String, RegistryError> {
         let body = self.request(
             "GET",
             &format!("/subjects/{}/versions/latest", encode_path(subject)),
@@ -115,7 +115,7 @@ impl Registry {
     }
 
     /// Registers `schema` (Avro JSON text) under `subject`; returns its id.
-    pub fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
+    pub(crate) fn register(&self, subject: &str, schema: &str) -> Result<u32, RegistryError> {
         let request = serde_json::json!({ "schema": schema }).to_string();
         let body = self.request(
             "POST",
@@ -131,7 +131,7 @@ impl Registry {
     }
 
     /// Lists subjects: the reachability probe.
-    pub fn ping(&self) -> Result<(), RegistryError> {
+    pub(crate) fn ping(&self) -> Result<(), RegistryError> {
         self.request("GET", "/subjects", None).map(|_| ())
     }
 

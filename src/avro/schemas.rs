@@ -11,7 +11,7 @@ use apache_avro::Schema;
 use rustc_hash::FxHashMap;
 
 use super::registry::{Registry, RegistryError};
-pub use sidejoin_core::avro::schema::WriterSchema;
+pub(crate) use sidejoin_core::avro::schema::WriterSchema;
 
 /// How long an id the registry does not know is answered from memory.
 const UNKNOWN_TTL: Duration = Duration::from_secs(30);
@@ -24,16 +24,16 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// is not valid Avro (the message names the id).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
-pub struct SchemaUnavailable(String);
+pub(crate) struct SchemaUnavailable(String);
 
-pub struct SchemaCache {
+pub(crate) struct SchemaCache {
     registry: Registry,
     known: FxHashMap<u32, Arc<WriterSchema>>,
     unknown: FxHashMap<u32, (Instant, SchemaUnavailable)>,
 }
 
 impl SchemaCache {
-    pub fn new(registry: Registry) -> Self {
+    pub(crate) fn new(registry: Registry) -> Self {
         SchemaCache {
             registry,
             known: FxHashMap::default(),
@@ -41,12 +41,12 @@ impl SchemaCache {
         }
     }
 
-    pub fn registry(&self) -> &Registry {
+    pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
 
     /// The schema `id`, or why there is none (unknown id, not a valid Avro schema).
-    pub fn get(&mut self, id: u32) -> Result<Arc<WriterSchema>, SchemaUnavailable> {
+    pub(crate) fn get(&mut self, id: u32) -> Result<Arc<WriterSchema>, SchemaUnavailable> {
         if let Some(s) = self.known.get(&id) {
             return Ok(s.clone());
         }
@@ -92,7 +92,7 @@ impl SchemaCache {
 
 /// Runs `request` until it succeeds or fails for a reason retrying will not change, waiting
 /// with exponential backoff (capped) and logging while the registry is unavailable.
-pub fn retry<T>(
+pub(crate) fn retry<T>(
     what: &str,
     mut request: impl FnMut() -> Result<T, RegistryError>,
 ) -> Result<T, RegistryError> {

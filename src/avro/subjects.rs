@@ -75,7 +75,7 @@ pub(super) fn row_record(
 
 /// The top-level columns of `side`'s rows as the latest schema of its subject declares them;
 /// `None` when `shutdown` came first.
-pub fn row_fields(
+pub(crate) fn row_fields(
     config: &Config,
     registry: &Registry,
     side: Side,

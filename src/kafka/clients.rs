@@ -46,7 +46,7 @@ const PRODUCER_DEFAULTS: [(&str, &str); 1] = [("linger.ms", "5")];
 /// member), manual offset storage and commits, read_committed; a static member when
 /// `SIDEJOIN_INSTANCE_ID` is set (a restart within the session timeout gets its partitions back
 /// without a rebalance, as Kafka Streams' `group.instance.id`).
-pub fn group_consumer(kafka: &KafkaSpec, member: Option<&str>) -> ClientConfig {
+pub(crate) fn group_consumer(kafka: &KafkaSpec, member: Option<&str>) -> ClientConfig {
     let mut c = common(
         kafka,
         "consumer",
@@ -70,7 +70,7 @@ pub fn group_consumer(kafka: &KafkaSpec, member: Option<&str>) -> ClientConfig {
 
 /// The idempotent producer of output (and dead-letter) records. Keyed records get an explicit
 /// partition from `partitioner`; keyless ones use librdkafka's `murmur2_random` (random).
-pub fn producer(kafka: &KafkaSpec) -> ClientConfig {
+pub(crate) fn producer(kafka: &KafkaSpec) -> ClientConfig {
     let mut c = common(
         kafka,
         "producer",
@@ -86,7 +86,7 @@ pub fn producer(kafka: &KafkaSpec) -> ClientConfig {
 /// The transactional producer of checkpoints (SPEC §7): changelog records and input offsets,
 /// and under `exactly_once` the output and dead letters too. `id` is its `transactional.id`;
 /// a new producer with the same id fences the old one (a restarted instance, a zombie).
-pub fn transactional(kafka: &KafkaSpec, id: &str) -> ClientConfig {
+pub(crate) fn transactional(kafka: &KafkaSpec, id: &str) -> ClientConfig {
     let mut c = producer(kafka);
     c.set("transactional.id", id);
     c
@@ -97,7 +97,11 @@ pub fn transactional(kafka: &KafkaSpec, id: &str) -> ClientConfig {
 /// the state directory (`None`: volatile state, an id unique to this process). Stable across
 /// restarts on one volume, so a restarted worker fences its predecessor and aborts what it left
 /// open at once; never shared by two workers, which never share a volume.
-pub fn transactional_id(kafka: &KafkaSpec, member: Option<&str>, volume: Option<&str>) -> String {
+pub(crate) fn transactional_id(
+    kafka: &KafkaSpec,
+    member: Option<&str>,
+    volume: Option<&str>,
+) -> String {
     let app = &kafka.application_id;
     match (member, volume) {
         (Some(id), _) => format!("{app}-{id}"),
@@ -109,7 +113,7 @@ pub fn transactional_id(kafka: &KafkaSpec, member: Option<&str>, volume: Option<
 /// The repartition step's lease (`runtime::repartition`): a member of `<app>-<side>-router-lease`
 /// subscribed to the repartition topic, which never reads a record; whoever is assigned its
 /// partition 0 routes. A static member under `SIDEJOIN_INSTANCE_ID`, so a restart gets it back.
-pub fn router_lease(kafka: &KafkaSpec, side: Side) -> ClientConfig {
+pub(crate) fn router_lease(kafka: &KafkaSpec, side: Side) -> ClientConfig {
     let mut c = common(kafka, "router-lease", &[], &kafka.consumer_properties);
     if let Some(id) = &kafka.instance_id {
         c.set("group.instance.id", format!("{id}-{}-router", side.name()));
@@ -127,7 +131,7 @@ pub fn router_lease(kafka: &KafkaSpec, side: Side) -> ClientConfig {
 
 /// The repartition step's consumer of the side's own topic: assigned explicitly (all
 /// partitions), its offsets committed to `<app>-<side>-router` inside the step's transactions.
-pub fn router_consumer(kafka: &KafkaSpec, side: Side) -> ClientConfig {
+pub(crate) fn router_consumer(kafka: &KafkaSpec, side: Side) -> ClientConfig {
     let mut c = common(
         kafka,
         "router",
@@ -148,7 +152,7 @@ pub fn router_consumer(kafka: &KafkaSpec, side: Side) -> ClientConfig {
 
 /// The repartition step's transactional producer: `transactional.id` `<app>-<side>-router`, one
 /// for the whole application, so a new router fences the one before it.
-pub fn router_producer(kafka: &KafkaSpec, side: Side) -> ClientConfig {
+pub(crate) fn router_producer(kafka: &KafkaSpec, side: Side) -> ClientConfig {
     transactional(
         kafka,
         &format!("{}-{}-router", kafka.application_id, side.name()),
@@ -157,7 +161,7 @@ pub fn router_producer(kafka: &KafkaSpec, side: Side) -> ClientConfig {
 
 /// The consumer that restores state from the changelog topics: no group (partitions are
 /// assigned explicitly), committed transactions only, end of partition reported.
-pub fn restore_consumer(kafka: &KafkaSpec) -> ClientConfig {
+pub(crate) fn restore_consumer(kafka: &KafkaSpec) -> ClientConfig {
     let mut c = common(
         kafka,
         "restore",
@@ -184,7 +188,7 @@ pub fn restore_consumer(kafka: &KafkaSpec) -> ClientConfig {
 /// broadcast topic at positions from the tasks' state, never joining a group or committing
 /// (`group.id` only names it). `read_committed`, like the group consumer; an offset gone from
 /// the topic (retention) restarts at its earliest record.
-pub fn broadcast_consumer(kafka: &KafkaSpec) -> ClientConfig {
+pub(crate) fn broadcast_consumer(kafka: &KafkaSpec) -> ClientConfig {
     let mut c = common(
         kafka,
         "broadcast",
@@ -214,7 +218,7 @@ fn offset_reset(kafka: &KafkaSpec) -> &'static str {
 /// fetch then takes the last committed offsets at once instead of waiting for the transaction a
 /// killed instance left open (aborted only when this instance's producer starts, after the
 /// probe); that it may also read records of an open transaction does not matter for their keys.
-pub fn probe_consumer(kafka: &KafkaSpec) -> ClientConfig {
+pub(crate) fn probe_consumer(kafka: &KafkaSpec) -> ClientConfig {
     let mut c = common(
         kafka,
         "probe",
@@ -232,6 +236,6 @@ pub fn probe_consumer(kafka: &KafkaSpec) -> ClientConfig {
 }
 
 /// A plain client for metadata and topic creation.
-pub fn admin(kafka: &KafkaSpec) -> ClientConfig {
+pub(crate) fn admin(kafka: &KafkaSpec) -> ClientConfig {
     common(kafka, "admin", &[], &[])
 }

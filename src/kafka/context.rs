@@ -25,7 +25,7 @@ use crate::metrics::WorkerMetrics;
 
 /// A change of the partitions this process owns: `(topic, partition)` pairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Assignment {
+pub(crate) enum Assignment {
     Assigned(Vec<(String, i32)>),
     /// `lost`: the group already gave them away (e.g. the session timed out while no broker
     /// was reachable), so their offsets can no longer be committed.
@@ -42,7 +42,7 @@ fn pairs(tpl: &TopicPartitionList) -> Vec<(String, i32)> {
         .collect()
 }
 
-pub struct JoinContext {
+pub(crate) struct JoinContext {
     events: Sender<Assignment>,
     metrics: WorkerMetrics,
     /// Whether the last statistics saw a broker up (to log changes once).
@@ -52,7 +52,7 @@ pub struct JoinContext {
 }
 
 impl JoinContext {
-    pub fn new(events: Sender<Assignment>, metrics: WorkerMetrics) -> Self {
+    pub(crate) fn new(events: Sender<Assignment>, metrics: WorkerMetrics) -> Self {
         JoinContext {
             events,
             metrics,
@@ -62,13 +62,13 @@ impl JoinContext {
     }
 
     /// From now on rebalances unassign by themselves (the consumer is closing).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closing.store(true, Ordering::Relaxed);
     }
 }
 
 /// librdkafka's log lines, to `tracing` at their level.
-pub fn log(level: RDKafkaLogLevel, fac: &str, message: &str) {
+pub(crate) fn log(level: RDKafkaLogLevel, fac: &str, message: &str) {
     match level {
         RDKafkaLogLevel::Emerg
         | RDKafkaLogLevel::Alert
@@ -178,12 +178,12 @@ fn record_lags(metrics: &WorkerMetrics, statistics: &Statistics) {
 
 /// The broadcast consumer's context (`runtime::broadcast`): its lag per partition of the
 /// broadcast topic (what the task furthest behind has yet to be handed), librdkafka's log lines.
-pub struct BroadcastContext {
+pub(crate) struct BroadcastContext {
     metrics: WorkerMetrics,
 }
 
 impl BroadcastContext {
-    pub fn new(metrics: WorkerMetrics) -> Self {
+    pub(crate) fn new(metrics: WorkerMetrics) -> Self {
         BroadcastContext { metrics }
     }
 }
@@ -214,7 +214,7 @@ fn is_eof(error: &KafkaError) -> bool {
 /// The context of a consumer outside the group (the restore consumer, the co-partitioning
 /// probe, the repartition router; its name is the field): librdkafka's log lines to `tracing`;
 /// end-of-partition events, which these consumers wait for, are not errors.
-pub struct HelperContext(pub &'static str);
+pub(crate) struct HelperContext(pub &'static str);
 
 impl ClientContext for HelperContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {

@@ -29,14 +29,14 @@ struct Counts {
 
 /// The delivery opaque of a changelog record of `side` (output records carry their checkpoint
 /// number, which never comes near these).
-pub fn changelog_opaque(side: Side) -> usize {
+pub(crate) fn changelog_opaque(side: Side) -> usize {
     usize::MAX - side.index()
 }
 
 /// The delivery opaque of a repartition router's records: only a failure is kept.
-pub const ROUTED: usize = usize::MAX - 2;
+pub(crate) const ROUTED: usize = usize::MAX - 2;
 
-pub struct Deliveries {
+pub(crate) struct Deliveries {
     counts: Mutex<Counts>,
     metrics: Arc<Metrics>,
 }
@@ -49,7 +49,7 @@ fn now_ms() -> i64 {
 }
 
 impl Deliveries {
-    pub fn new(metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(metrics: Arc<Metrics>) -> Self {
         Deliveries {
             counts: Mutex::new(Counts::default()),
             metrics,
@@ -61,12 +61,12 @@ impl Deliveries {
     }
 
     /// A record was handed to the producer under `checkpoint`.
-    pub fn sent(&self, checkpoint: u64) {
+    pub(crate) fn sent(&self, checkpoint: u64) {
         *self.counts().outstanding.entry(checkpoint).or_insert(0) += 1;
     }
 
     /// Records of `checkpoint` and earlier not yet acknowledged.
-    pub fn outstanding_through(&self, checkpoint: u64) -> u64 {
+    pub(crate) fn outstanding_through(&self, checkpoint: u64) -> u64 {
         self.counts()
             .outstanding
             .range(..=checkpoint)
@@ -74,20 +74,15 @@ impl Deliveries {
             .sum()
     }
 
-    /// Records sent and not yet acknowledged, all checkpoints.
-    pub fn in_flight(&self) -> u64 {
-        self.counts().outstanding.values().sum()
-    }
-
     /// Takes the changelog positions delivered since the last call: `(side index, partition)` →
     /// the offset after the last delivered record.
-    pub fn take_changelog_positions(&self) -> FxHashMap<(usize, i32), i64> {
+    pub(crate) fn take_changelog_positions(&self) -> FxHashMap<(usize, i32), i64> {
         std::mem::take(&mut self.counts().changelog)
     }
 
     /// Forgets delivery failures and changelog positions: what failed was purged with an
     /// aborted transaction, which is redone.
-    pub fn aborted(&self) {
+    pub(crate) fn aborted(&self) {
         let mut c = self.counts();
         c.failed = None;
         c.changelog.clear();
@@ -95,7 +90,7 @@ impl Deliveries {
     }
 
     /// The first delivery that failed, if any (the producer's retries are exhausted).
-    pub fn failure(&self) -> Option<String> {
+    pub(crate) fn failure(&self) -> Option<String> {
         self.counts().failed.clone()
     }
 }

@@ -4,16 +4,16 @@
 //!
 //! Nothing here joins: records go in and out as bytes.
 
-pub mod clients;
-pub mod context;
-pub mod deliveries;
-pub mod topics;
-pub mod transactions;
+pub(crate) mod clients;
+pub(crate) mod context;
+pub(crate) mod deliveries;
+pub(crate) mod topics;
+pub(crate) mod transactions;
 
 use crate::config::KafkaSpec;
 
 /// An id unlikely to be made twice: the process id and the time in nanoseconds.
-pub fn unique_id() -> String {
+pub(crate) fn unique_id() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -23,7 +23,7 @@ pub fn unique_id() -> String {
 
 /// A client error as text, with the offending property's value left out: the value may be a
 /// secret (a mistyped `sasl.password`, say).
-pub fn redact(e: &rdkafka::error::KafkaError) -> String {
+pub(crate) fn redact(e: &rdkafka::error::KafkaError) -> String {
     match e {
         rdkafka::error::KafkaError::ClientConfig(_, desc, key, value) => {
             let desc = if value.is_empty() {
@@ -41,7 +41,7 @@ pub fn redact(e: &rdkafka::error::KafkaError) -> String {
 }
 
 /// The passthrough property names (values are never shown: they may be secrets).
-pub fn describe_properties(k: &KafkaSpec) -> String {
+pub(crate) fn describe_properties(k: &KafkaSpec) -> String {
     let names: Vec<String> = (k.properties.iter().map(|(p, _)| p.clone()))
         .chain(
             k.consumer_properties

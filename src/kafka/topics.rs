@@ -47,14 +47,14 @@ pub enum TopicError {
 const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Fetches cluster metadata once.
-pub fn metadata(kafka: &KafkaSpec) -> Result<Metadata, KafkaError> {
+pub(crate) fn metadata(kafka: &KafkaSpec) -> Result<Metadata, KafkaError> {
     let client: BaseConsumer = clients::admin(kafka).create()?;
     client.fetch_metadata(None, METADATA_TIMEOUT)
 }
 
 /// Fetches metadata, retrying with backoff (1 s doubling to 30 s) until the brokers answer or
 /// `shutdown` is cancelled; the instance stays not ready meanwhile.
-pub fn wait_for_brokers(
+pub(crate) fn wait_for_brokers(
     kafka: &KafkaSpec,
     shutdown: &CancellationToken,
 ) -> Result<Metadata, TopicError> {
@@ -84,7 +84,7 @@ pub fn wait_for_brokers(
 }
 
 /// What planning needs of `md`: the topics that exist with their partition counts.
-pub fn facts(md: &Metadata) -> Facts {
+pub(crate) fn facts(md: &Metadata) -> Facts {
     Facts {
         partitions: md
             .topics()
@@ -97,7 +97,11 @@ pub fn facts(md: &Metadata) -> Facts {
 }
 
 /// Creates `topic` when `facts` say it is missing, else verifies it fits its kind.
-pub fn ensure(kafka: &KafkaSpec, facts: &Facts, topic: &InternalTopic) -> Result<(), TopicError> {
+pub(crate) fn ensure(
+    kafka: &KafkaSpec,
+    facts: &Facts,
+    topic: &InternalTopic,
+) -> Result<(), TopicError> {
     match facts.partitions(&topic.name) {
         None => create(kafka, facts, topic),
         Some(n) => verify(kafka, topic, n),

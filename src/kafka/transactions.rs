@@ -58,9 +58,9 @@ impl TxnError {
 }
 
 /// Told when the producer waits for the brokers (`true`) and when it goes on (`false`).
-pub type Stall = Arc<dyn Fn(bool) + Send + Sync>;
+pub(crate) type Stall = Arc<dyn Fn(bool) + Send + Sync>;
 
-pub struct Transactions {
+pub(crate) struct Transactions {
     producer: Arc<BaseProducer<Deliveries>>,
     /// A transaction is open.
     open: bool,
@@ -71,7 +71,7 @@ pub struct Transactions {
 }
 
 impl Transactions {
-    pub fn new(
+    pub(crate) fn new(
         producer: Arc<BaseProducer<Deliveries>>,
         name: impl Into<String>,
         stall: Stall,
@@ -87,24 +87,24 @@ impl Transactions {
     }
 
     /// The producer, to send records into the open transaction.
-    pub fn producer(&self) -> &Arc<BaseProducer<Deliveries>> {
+    pub(crate) fn producer(&self) -> &Arc<BaseProducer<Deliveries>> {
         &self.producer
     }
 
     /// Delivery reports of what the producer sent.
-    pub fn deliveries(&self) -> &Deliveries {
+    pub(crate) fn deliveries(&self) -> &Deliveries {
         self.producer.context()
     }
 
     /// Registers with the brokers, fencing an earlier incarnation with the same
     /// `transactional.id` and aborting what it left open; then opens the first transaction.
-    pub fn start(&mut self) -> Result<(), TxnError> {
+    pub(crate) fn start(&mut self) -> Result<(), TxnError> {
         self.retry("initialising transactions", |p| p.init_transactions(CALL))?;
         self.begin()
     }
 
     /// Opens a transaction unless one is open.
-    pub fn begin(&mut self) -> Result<(), TxnError> {
+    pub(crate) fn begin(&mut self) -> Result<(), TxnError> {
         if !self.open {
             self.producer.begin_transaction().map_err(TxnError::of)?;
             self.open = true;
@@ -114,7 +114,7 @@ impl Transactions {
 
     /// Adds the consumer group's input `offsets` to the open transaction (KIP-447: a member of
     /// an older group generation — a zombie — cannot commit them).
-    pub fn send_offsets(
+    pub(crate) fn send_offsets(
         &self,
         offsets: &TopicPartitionList,
         group: &ConsumerGroupMetadata,
@@ -125,7 +125,7 @@ impl Transactions {
     }
 
     /// Commits the open transaction.
-    pub fn commit(&mut self) -> Result<(), TxnError> {
+    pub(crate) fn commit(&mut self) -> Result<(), TxnError> {
         self.retry("committing the transaction", |p| p.commit_transaction(CALL))?;
         self.open = false;
         Ok(())
@@ -133,7 +133,7 @@ impl Transactions {
 
     /// Aborts the open transaction (its records are purged), serving the delivery reports of
     /// what it sent before and after; then opens the next one.
-    pub fn abort(&mut self, why: &str) -> Result<(), TxnError> {
+    pub(crate) fn abort(&mut self, why: &str) -> Result<(), TxnError> {
         tracing::warn!("aborting the {} transaction: {why}", self.name);
         if self.open {
             // librdkafka's abort waits for the reports of what was sent; a base producer only
@@ -148,7 +148,7 @@ impl Transactions {
     }
 
     /// Aborts without opening another (the owner gives up; the next owner redoes it).
-    pub fn abandon(&mut self) {
+    pub(crate) fn abandon(&mut self) {
         if self.open {
             let _ = self.producer.abort_transaction(CALL);
             self.open = false;

@@ -41,13 +41,13 @@ fn changelog_topic(cfg: &Config, side: Side) -> String {
 }
 
 /// The internal topic a repartitioned side is re-keyed into: `<app>-<side>-repartition`.
-pub fn repartition_topic(cfg: &Config, side: Side) -> String {
+pub(crate) fn repartition_topic(cfg: &Config, side: Side) -> String {
     format!("{}-{}-repartition", cfg.kafka.application_id, side.name())
 }
 
 /// The plan of `cfg` on the cluster `facts` describes; `durable`: the state is mirrored to
 /// changelog topics (`run`; the in-memory and passthrough benchmark modes are not).
-pub fn derive(cfg: &Config, facts: &Facts, durable: bool) -> Result<Plan, PlanError> {
+pub(crate) fn derive(cfg: &Config, facts: &Facts, durable: bool) -> Result<Plan, PlanError> {
     let own = own_counts(cfg, facts)?;
     let output = OutputPlan {
         topic: cfg.output.topic.clone().unwrap_or_default(),
@@ -189,7 +189,7 @@ fn routers(cfg: &Config, sources: &[Source], own: [i32; 2]) -> Vec<RouterPlan> {
 /// One worker is the instance itself (its state in `SIDEJOIN_STATE_DIR`, as before workers
 /// existed, so existing volumes keep working); each of several has its own directory and
 /// static member id and an even share of the caches and write buffers, which are per instance.
-pub fn worker_plans(cfg: &Config) -> Vec<WorkerPlan> {
+pub(crate) fn worker_plans(cfg: &Config) -> Vec<WorkerPlan> {
     let p = &cfg.process;
     let n = p.workers.max(1);
     let share = |mb: usize| if n == 1 { mb } else { (mb / n).max(1) };

@@ -6,7 +6,7 @@ use super::{Placement, Plan, Source, Target, TopicKind};
 
 impl Plan {
     /// One line: the partition counts the join reads, how each side is placed, the output.
-    pub fn topology(&self) -> String {
+    pub(crate) fn topology(&self) -> String {
         let [l, r] = [&self.sources[0], &self.sources[1]];
         let out = self.output.partitions;
         let mut line = match self.broadcast() {

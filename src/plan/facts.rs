@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// Topic → partition count, for topics that exist and have partitions.
     pub partitions: BTreeMap<String, i32>,
     pub brokers: usize,
@@ -13,12 +13,13 @@ pub struct Facts {
 
 impl Facts {
     /// The partition count of `topic`, if it exists.
-    pub fn partitions(&self, topic: &str) -> Option<i32> {
+    pub(crate) fn partitions(&self, topic: &str) -> Option<i32> {
         self.partitions.get(topic).copied()
     }
 
-    /// A cluster of `brokers` brokers holding `topics` (tests and tools).
-    pub fn of(brokers: usize, topics: &[(&str, i32)]) -> Self {
+    /// A cluster of `brokers` brokers holding `topics` (tests).
+    #[cfg(test)]
+    pub(crate) fn of(brokers: usize, topics: &[(&str, i32)]) -> Self {
         Facts {
             partitions: topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect(),
             brokers,

@@ -20,12 +20,12 @@ use std::path::PathBuf;
 use sidejoin_core::change::Side;
 use sidejoin_core::format::Reading;
 
-pub use derive::{derive, repartition_topic, worker_plans, PlanError};
-pub use facts::Facts;
+pub(crate) use derive::{derive, repartition_topic, worker_plans, PlanError};
+pub(crate) use facts::Facts;
 
 /// How a join input reaches the tasks (SPEC §6).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     /// Read through the consumer group: partition `i` of the topic feeds task `i`.
     CoPartitioned,
     /// Every task reads every partition of the topic (`SIDEJOIN_BROADCAST`).
@@ -41,7 +41,7 @@ pub enum Placement {
 
 /// One join input as the tasks read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
+pub(crate) struct Source {
     pub side: Side,
     /// The topic the join reads: the side's own, or its repartition topic.
     pub topic: String,
@@ -53,14 +53,14 @@ pub struct Source {
 
 impl Source {
     /// Whether the consumer group reads it (not broadcast).
-    pub fn grouped(&self) -> bool {
+    pub(crate) fn grouped(&self) -> bool {
         self.placement != Placement::Broadcast
     }
 }
 
 /// What an internal topic is for, which decides how it is created and what is verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopicKind {
+pub(crate) enum TopicKind {
     /// A side's state mirror: compacted, one partition per task (SPEC §7).
     Changelog,
     /// A router's output: no retention (purged below the join's committed offsets), exactly
@@ -72,7 +72,7 @@ pub enum TopicKind {
 
 /// A topic sidejoin creates when missing and verifies when present.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InternalTopic {
+pub(crate) struct InternalTopic {
     pub name: String,
     pub partitions: i32,
     pub kind: TopicKind,
@@ -80,7 +80,7 @@ pub struct InternalTopic {
 
 /// Where a router puts the keys of the side it re-keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// sidejoin's own keys and partitioner (the other side is broadcast or repartitioned too).
     Own,
     /// Where the other side's producer puts the same join keys, learnt from its records.
@@ -89,7 +89,7 @@ pub enum Target {
 
 /// The repartition step of one side (`runtime::router`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouterPlan {
+pub(crate) struct RouterPlan {
     pub side: Side,
     /// The side's own topic, read in full by one router of the application.
     pub source_topic: String,
@@ -102,7 +102,7 @@ pub struct RouterPlan {
 /// One processing thread of this instance (`SIDEJOIN_WORKERS`), as Kafka Streams' stream
 /// threads: its own consumer, producers, engine and state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerPlan {
+pub(crate) struct WorkerPlan {
     pub index: usize,
     /// Its state directory: `SIDEJOIN_STATE_DIR` itself for a single worker (existing volumes
     /// keep working), `<SIDEJOIN_STATE_DIR>/worker-<i>` for each of several.
@@ -118,14 +118,14 @@ pub struct WorkerPlan {
 
 /// Where the joined records go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputPlan {
+pub(crate) struct OutputPlan {
     pub topic: String,
     pub partitions: i32,
 }
 
 /// Everything this process runs, derived once (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The join inputs, left then right.
     pub sources: Vec<Source>,
     pub output: OutputPlan,
@@ -143,22 +143,22 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn source(&self, side: Side) -> &Source {
+    pub(crate) fn source(&self, side: Side) -> &Source {
         &self.sources[side.index()]
     }
 
     /// The decoding of each side, in side order (what the pipeline is built with).
-    pub fn readings(&self) -> [Reading; 2] {
+    pub(crate) fn readings(&self) -> [Reading; 2] {
         Side::BOTH.map(|s| self.source(s).reading)
     }
 
     /// The broadcast source, if any.
-    pub fn broadcast(&self) -> Option<&Source> {
+    pub(crate) fn broadcast(&self) -> Option<&Source> {
         self.sources.iter().find(|s| !s.grouped())
     }
 
     /// Every topic sidejoin creates when missing and verifies when present.
-    pub fn internal_topics(&self) -> Vec<InternalTopic> {
+    pub(crate) fn internal_topics(&self) -> Vec<InternalTopic> {
         let mut all = Vec::new();
         if let Some(name) = &self.dead_letters {
             all.push(InternalTopic {

@@ -42,7 +42,7 @@ const PER_PART: usize = 2_048;
 /// Most records of a task waiting in the run loop's merge before handing out pauses.
 const PER_TASK: usize = 2_048;
 
-pub struct Broadcast {
+pub(super) struct Broadcast {
     lanes: Lanes<BroadcastContext>,
     /// The broadcast topic's partitions merged by timestamp: one task (0), a stream each.
     merge: Merge,
@@ -54,7 +54,7 @@ pub struct Broadcast {
 }
 
 impl Broadcast {
-    pub fn new(
+    pub(super) fn new(
         consumer: BaseConsumer<BroadcastContext>,
         side: Side,
         topic: &str,
@@ -73,7 +73,7 @@ impl Broadcast {
 
     /// The owned tasks are now `tasks`; `position` gives the next offset of a stream its state
     /// reflects. Assigns the consumer at the lowest position of each partition.
-    pub fn assign(
+    pub(super) fn assign(
         &mut self,
         tasks: &[Partition],
         position: impl Fn(Stream) -> Option<i64>,
@@ -131,7 +131,7 @@ impl Broadcast {
     }
 
     /// Forgets every task (before an unassign or a new assignment).
-    pub fn clear(&mut self) -> Result<(), KafkaError> {
+    pub(super) fn clear(&mut self) -> Result<(), KafkaError> {
         self.clear_buffers();
         self.lanes.consumer().unassign()
     }
@@ -139,7 +139,7 @@ impl Broadcast {
     /// Fetches what the partitions' queues hold, then hands records to the tasks' streams in
     /// `tasks` (the run loop's merge) in timestamp order across the broadcast partitions,
     /// while every task has room; returns how many records it handed.
-    pub fn fill(&mut self, tasks: &mut Merge, now: i64) -> usize {
+    pub(super) fn fill(&mut self, tasks: &mut Merge, now: i64) -> usize {
         if self.next.is_empty() {
             return 0;
         }

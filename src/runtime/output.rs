@@ -18,7 +18,7 @@ use crate::sink::Records;
 use super::input::Record;
 use super::RunError;
 
-pub struct Output {
+pub(super) struct Output {
     /// Under `exactly_once` the checkpoint protocol's transactional producer.
     producer: Arc<BaseProducer<Deliveries>>,
     topic: String,
@@ -27,7 +27,7 @@ pub struct Output {
 }
 
 impl Output {
-    pub fn new(
+    pub(super) fn new(
         producer: Arc<BaseProducer<Deliveries>>,
         topic: &str,
         partitions: i32,
@@ -41,12 +41,12 @@ impl Output {
         }
     }
 
-    pub fn deliveries(&self) -> &Deliveries {
+    pub(super) fn deliveries(&self) -> &Deliveries {
         self.producer.context()
     }
 
     /// Serves delivery reports for up to `timeout`.
-    pub fn poll(&self, timeout: Duration) {
+    pub(super) fn poll(&self, timeout: Duration) {
         self.producer.poll(timeout);
     }
 
@@ -62,7 +62,7 @@ impl Output {
     }
 
     /// Sends every record of `out` under `checkpoint`.
-    pub fn send_all(&self, out: &Records, checkpoint: u64) -> Result<(), RunError> {
+    pub(super) fn send_all(&self, out: &Records, checkpoint: u64) -> Result<(), RunError> {
         for r in &out.records {
             let mut record: BaseRecord<'_, [u8], [u8], usize> =
                 BaseRecord::with_opaque_to(&self.topic, checkpoint as usize).timestamp(r.timestamp);
@@ -81,7 +81,7 @@ impl Output {
 
     /// Sends the original record to the dead-letter topic, with headers naming the error and
     /// where it came from.
-    pub fn dead_letter(
+    pub(super) fn dead_letter(
         &self,
         msg: &Record,
         topic: &str,
@@ -146,7 +146,7 @@ const QUEUE_FULL_LOGGED: Duration = Duration::from_secs(5);
 /// Hands `record` to `producer`, serving its delivery reports while its queue is full (the
 /// brokers acknowledge nothing: away, or slower than we produce); a wait longer than
 /// `QUEUE_FULL_LOGGED` is logged, once, and when it ends.
-pub fn send_when_room(
+pub(super) fn send_when_room(
     producer: &BaseProducer<Deliveries>,
     mut record: BaseRecord<'_, [u8], [u8], usize>,
     what: &str,

@@ -43,7 +43,7 @@ const BYTES: usize = 64 << 20;
 
 /// A record whose key does not carry its row's join key.
 #[derive(Debug)]
-pub struct Misfit {
+pub(super) struct Misfit {
     pub side: Side,
     pub topic: String,
     pub partition: Partition,
@@ -53,7 +53,7 @@ pub struct Misfit {
 
 /// Reads the head of every partition of both input topics (`plan.tasks` each); returns the
 /// first misfit of each side, if any.
-pub fn probe<S>(
+pub(super) fn probe<S>(
     kafka: &KafkaSpec,
     plan: &Plan,
     processor: &mut dyn Processor<S>,

@@ -22,13 +22,13 @@ use super::{RunError, RunMode, StartupError};
 
 /// What the workers start with: the plan and, per worker in its order, its processor and the
 /// state it joins against (RocksDB under `run`, memory otherwise).
-pub enum Started {
+pub(super) enum Started {
     Durable(Workers<RocksState>),
     Volatile(Workers<MemoryState>),
 }
 
 /// The plan and every worker's processor with its state.
-pub struct Workers<S> {
+pub(super) struct Workers<S> {
     pub plan: Plan,
     pub each: Vec<(Box<dyn Processor<S>>, S)>,
 }
@@ -55,7 +55,7 @@ fn store_options(w: &WorkerPlan) -> StoreOptions {
 }
 
 /// Everything before the workers start (see the module doc); `None` when stopped meanwhile.
-pub fn prepare(
+pub(super) fn prepare(
     cfg: &Config,
     mode: RunMode,
     stop: &CancellationToken,

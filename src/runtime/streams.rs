@@ -15,7 +15,7 @@ use crate::change::{Partition, Side};
 
 /// One input of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Stream {
+pub(super) struct Stream {
     pub side: Side,
     pub task: Partition,
     /// The partition of `side`'s topic its records come from.
@@ -24,7 +24,7 @@ pub struct Stream {
 
 impl Stream {
     /// A co-partitioned stream: the task's own partition of `side`'s topic.
-    pub fn own(side: Side, task: Partition) -> Self {
+    pub(super) fn own(side: Side, task: Partition) -> Self {
         Stream {
             side,
             task,
@@ -35,7 +35,7 @@ impl Stream {
 
 /// The input topics and how they are spread over tasks.
 #[derive(Debug, Clone)]
-pub struct Inputs {
+pub(super) struct Inputs {
     pub topics: [String; 2],
     /// The broadcast side and its topic's partition count.
     pub broadcast: Option<(Side, i32)>,
@@ -43,24 +43,24 @@ pub struct Inputs {
 
 impl Inputs {
     /// The inputs the plan's tasks read.
-    pub fn of(plan: &crate::plan::Plan) -> Self {
+    pub(super) fn of(plan: &crate::plan::Plan) -> Self {
         Inputs {
             topics: Side::BOTH.map(|s| plan.source(s).topic.clone()),
             broadcast: plan.broadcast().map(|b| (b.side, b.partitions)),
         }
     }
 
-    pub fn topic(&self, side: Side) -> &str {
+    pub(super) fn topic(&self, side: Side) -> &str {
         &self.topics[side.index()]
     }
 
     /// Whether `side` is consumed through the consumer group (not broadcast).
-    pub fn grouped(&self, side: Side) -> bool {
+    pub(super) fn grouped(&self, side: Side) -> bool {
         self.broadcast.is_none_or(|(b, _)| b != side)
     }
 
     /// The sides consumed through the group.
-    pub fn group_sides(&self) -> Vec<Side> {
+    pub(super) fn group_sides(&self) -> Vec<Side> {
         Side::BOTH
             .into_iter()
             .filter(|s| self.grouped(*s))
@@ -68,12 +68,12 @@ impl Inputs {
     }
 
     /// The side whose topic is `topic`.
-    pub fn side_of(&self, topic: &str) -> Option<Side> {
+    pub(super) fn side_of(&self, topic: &str) -> Option<Side> {
         Side::BOTH.into_iter().find(|s| self.topic(*s) == topic)
     }
 
     /// Every input of `task`, left side first.
-    pub fn streams(&self, task: Partition) -> Vec<Stream> {
+    pub(super) fn streams(&self, task: Partition) -> Vec<Stream> {
         let mut all = Vec::new();
         for side in Side::BOTH {
             match self.broadcast {
@@ -88,7 +88,7 @@ impl Inputs {
 
     /// Names of offsets only another topology stores (`SIDEJOIN_BROADCAST` set or not, or on
     /// the other side): state holding one was written by a join whose tasks read other input.
-    pub fn foreign_items(&self) -> Vec<String> {
+    pub(super) fn foreign_items(&self) -> Vec<String> {
         Side::BOTH
             .into_iter()
             .map(|side| {
@@ -103,7 +103,7 @@ impl Inputs {
     }
 
     /// The name under which the task's state stores the stream's next offset.
-    pub fn item(&self, s: &Stream) -> String {
+    pub(super) fn item(&self, s: &Stream) -> String {
         let topic = self.topic(s.side);
         if self.grouped(s.side) {
             topic.to_owned()

@@ -12,13 +12,13 @@ use tokio_util::sync::CancellationToken;
 /// Holds each worker back, once its startup is done, until every worker is ready to join the
 /// group: joined together they cause one rebalance, where joining one by one causes one each,
 /// and each revokes what the workers already in the group process (aborting their checkpoints).
-pub struct StartGate {
+pub(super) struct StartGate {
     workers: usize,
     arrived: AtomicUsize,
 }
 
 impl StartGate {
-    pub fn new(workers: usize) -> Self {
+    pub(super) fn new(workers: usize) -> Self {
         StartGate {
             workers,
             arrived: AtomicUsize::new(0),
@@ -27,7 +27,7 @@ impl StartGate {
 
     /// Returns once every worker has arrived, or `stop` is cancelled (a worker that fails
     /// before arriving cancels it: nobody waits for it).
-    pub fn arrive(&self, stop: &CancellationToken) {
+    pub(super) fn arrive(&self, stop: &CancellationToken) {
         self.arrived.fetch_add(1, Ordering::SeqCst);
         while self.arrived.load(Ordering::SeqCst) < self.workers && !stop.is_cancelled() {
             std::thread::sleep(Duration::from_millis(5));

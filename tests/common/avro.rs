@@ -8,14 +8,14 @@ use apache_avro::Schema;
 use serde_json::Value;
 
 /// The registry of this test run (a Confluent-compatible base URL).
-pub fn registry_url() -> String {
+pub(crate) fn registry_url() -> String {
     std::env::var("TEST_REGISTRY_URL").expect(
         "TEST_REGISTRY_URL is not set: run the Avro tests through scripts/test.sh, which starts a local schema registry",
     )
 }
 
 /// Registers `schema` (JSON) under `subject` at `url`; returns its id.
-pub fn register_at(url: &str, subject: &str, schema: &Value) -> u32 {
+pub(crate) fn register_at(url: &str, subject: &str, schema: &Value) -> u32 {
     let body = serde_json::json!({ "schema": schema.to_string() }).to_string();
     let mut resp = ureq::post(format!("{url}/subjects/{subject}/versions"))
         .header("Content-Type", "application/vnd.schemaregistry.v1+json")
@@ -28,12 +28,12 @@ pub fn register_at(url: &str, subject: &str, schema: &Value) -> u32 {
         .unwrap_or_else(|| panic!("register {subject}: {text}")) as u32
 }
 
-pub fn register(subject: &str, schema: &Value) -> u32 {
+pub(crate) fn register(subject: &str, schema: &Value) -> u32 {
     register_at(&registry_url(), subject, schema)
 }
 
 /// The schema text registered under `id`.
-pub fn schema_by_id(id: u32) -> String {
+pub(crate) fn schema_by_id(id: u32) -> String {
     let mut resp = ureq::get(format!("{}/schemas/ids/{id}", registry_url()))
         .call()
         .unwrap();
@@ -42,13 +42,13 @@ pub fn schema_by_id(id: u32) -> String {
 }
 
 /// A writer schema and its registry id.
-pub struct Writer {
+pub(crate) struct Writer {
     pub id: u32,
     pub schema: Schema,
 }
 
 impl Writer {
-    pub fn new(subject: &str, schema: &Value) -> Writer {
+    pub(crate) fn new(subject: &str, schema: &Value) -> Writer {
         Writer {
             id: register(subject, schema),
             schema: Schema::parse(schema).expect("a valid test schema"),
@@ -56,7 +56,7 @@ impl Writer {
     }
 
     /// `value` (JSON, unions as plain values) as a framed Avro datum, encoded by apache-avro.
-    pub fn frame(&self, value: &Value) -> Vec<u8> {
+    pub(crate) fn frame(&self, value: &Value) -> Vec<u8> {
         let v = AvroValue::try_from(value.clone())
             .expect("JSON converts")
             .resolve(&self.schema)
@@ -65,7 +65,7 @@ impl Writer {
     }
 
     /// An Avro value (for logical types JSON cannot express) as a framed datum.
-    pub fn frame_value(&self, v: AvroValue) -> Vec<u8> {
+    pub(crate) fn frame_value(&self, v: AvroValue) -> Vec<u8> {
         let mut out = vec![0];
         out.extend_from_slice(&self.id.to_be_bytes());
         // The crate's plain datum writer (deprecated for GenericDatumWriter, same bytes).
@@ -76,10 +76,10 @@ impl Writer {
 }
 
 /// A record to produce: `(topic, key, value, timestamp)`.
-pub type RawRecord = (String, Option<Vec<u8>>, Option<Vec<u8>>, i64);
+pub(crate) type RawRecord = (String, Option<Vec<u8>>, Option<Vec<u8>>, i64);
 
 /// Produces records of raw bytes at once, then waits for all (`kafka::produce_many` with the
 /// key and value types fixed, so `None` needs no annotation).
-pub fn produce_bytes(p: &rdkafka::producer::FutureProducer, records: &[RawRecord]) {
+pub(crate) fn produce_bytes(p: &rdkafka::producer::FutureProducer, records: &[RawRecord]) {
     super::kafka::produce_many(p, records);
 }

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::process::Command;
 
 /// `sidejoin <subcommand>` with exactly `env`.
-pub fn sidejoin<K, V>(subcommand: &str, env: impl IntoIterator<Item = (K, V)>) -> Command
+pub(crate) fn sidejoin<K, V>(subcommand: &str, env: impl IntoIterator<Item = (K, V)>) -> Command
 where
     K: AsRef<OsStr>,
     V: AsRef<OsStr>,

@@ -58,7 +58,7 @@ fn normalize_line(v: &Value) -> (u64, String) {
 }
 
 /// JSON text with object keys sorted, recursively.
-pub fn canonical(v: &Value) -> String {
+pub(crate) fn canonical(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let sorted: BTreeMap<&String, String> =
@@ -78,7 +78,7 @@ pub fn canonical(v: &Value) -> String {
 }
 
 /// Parses JSONL text into values; blank lines are skipped.
-pub fn parse_lines(text: &str) -> Result<Vec<Value>, String> {
+pub(crate) fn parse_lines(text: &str) -> Result<Vec<Value>, String> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(|e| format!("bad JSON line {l:?}: {e}")))
@@ -102,7 +102,7 @@ fn grouped(lines: &[Value]) -> Vec<(u64, Vec<String>)> {
 }
 
 /// `Ok` when `actual` is the same output as `expected` (SPEC §10).
-pub fn same_output(expected: &str, actual: &str) -> Result<(), String> {
+pub(crate) fn same_output(expected: &str, actual: &str) -> Result<(), String> {
     let e = grouped(&parse_lines(expected)?);
     let a = grouped(&parse_lines(actual)?);
     if e == a {
@@ -118,7 +118,7 @@ pub fn same_output(expected: &str, actual: &str) -> Result<(), String> {
 }
 
 /// `Ok` when the lines are the same in the same order (rows compared as in `same_output`).
-pub fn same_order(expected: &str, actual: &str) -> Result<(), String> {
+pub(crate) fn same_order(expected: &str, actual: &str) -> Result<(), String> {
     let norm = |text: &str| -> Result<Vec<(u64, String)>, String> {
         Ok(parse_lines(text)?.iter().map(normalize_line).collect())
     };
@@ -132,7 +132,7 @@ pub fn same_order(expected: &str, actual: &str) -> Result<(), String> {
 
 /// Whether `expected` is contained in `actual`: objects by their listed members, strings as
 /// substrings, anything else by equality.
-pub fn subset(expected: &Value, actual: &Value) -> bool {
+pub(crate) fn subset(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => e
             .iter()

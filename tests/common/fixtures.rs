@@ -22,7 +22,7 @@ use sidejoin::replay::{self, ReplayOptions};
 use super::compare::{parse_lines, same_order, same_output, subset};
 
 #[derive(Debug, Clone)]
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub name: String,
     pub dir: PathBuf,
     pub env: Vec<(String, String)>,
@@ -39,18 +39,18 @@ pub struct Fixture {
 
 /// What one run printed and how it ended.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub exit: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay")
 }
 
 /// Parses an env file of `NAME='value'` / `NAME=value` lines.
-pub fn parse_env(text: &str) -> Vec<(String, String)> {
+pub(crate) fn parse_env(text: &str) -> Vec<(String, String)> {
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -85,7 +85,7 @@ fn lines_of(dir: &Path, file: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn load(dir: &Path) -> Fixture {
+pub(crate) fn load(dir: &Path) -> Fixture {
     let read =
         |f: &str| read_opt(dir, f).unwrap_or_else(|| panic!("{}: missing {f}", dir.display()));
     let args = read_opt(dir, "args").unwrap_or_default();
@@ -114,7 +114,7 @@ pub fn load(dir: &Path) -> Fixture {
     }
 }
 
-pub fn all() -> Vec<Fixture> {
+pub(crate) fn all() -> Vec<Fixture> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
         .expect("tests/fixtures/replay")
         .map(|e| e.unwrap().path())
@@ -125,7 +125,7 @@ pub fn all() -> Vec<Fixture> {
 }
 
 /// Runs a fixture through the library's replay over `state`, as the binary would.
-pub fn run_in_process<S: JoinState>(f: &Fixture, state: S) -> Outcome {
+pub(crate) fn run_in_process<S: JoinState>(f: &Fixture, state: S) -> Outcome {
     let config = match config::load(f.env.clone(), Mode::Replay) {
         Ok(c) => c,
         Err(e) => {
@@ -154,7 +154,7 @@ pub fn run_in_process<S: JoinState>(f: &Fixture, state: S) -> Outcome {
 }
 
 /// Runs a fixture through the `sidejoin` binary, with only the fixture's variables set.
-pub fn run_binary(f: &Fixture) -> Outcome {
+pub(crate) fn run_binary(f: &Fixture) -> Outcome {
     let mut cmd = super::bin::sidejoin("replay", f.env.iter().cloned());
     if f.records {
         cmd.arg("--records");
@@ -183,7 +183,7 @@ pub fn run_binary(f: &Fixture) -> Outcome {
 }
 
 /// Checks an outcome against the fixture's expectations.
-pub fn check(f: &Fixture, o: &Outcome) -> Result<(), String> {
+pub(crate) fn check(f: &Fixture, o: &Outcome) -> Result<(), String> {
     if o.exit != f.exit {
         return Err(format!(
             "exit {} (expected {})\nstderr:\n{}",
@@ -227,7 +227,7 @@ pub fn check(f: &Fixture, o: &Outcome) -> Result<(), String> {
 }
 
 /// Runs every fixture in process over fresh stores from `factory`; panics listing all failures.
-pub fn golden_suite<S: JoinState>(factory: impl Fn() -> S) {
+pub(crate) fn golden_suite<S: JoinState>(factory: impl Fn() -> S) {
     let fixtures = all();
     assert!(fixtures.len() > 10, "fixtures not found");
     let failures: Vec<String> = fixtures

@@ -13,7 +13,7 @@ use sidejoin::config::{self, Mode};
 use sidejoin::engine::{Engine, JoinState};
 
 #[derive(Debug, Clone)]
-pub struct Rec {
+pub(crate) struct Rec {
     pub left: bool,
     /// 0..3 are keys, 3 is a null key.
     pub key: u8,
@@ -22,7 +22,7 @@ pub struct Rec {
 }
 
 #[derive(Debug, Clone)]
-pub struct Case {
+pub(crate) struct Case {
     pub lower: i64,
     pub upper: i64,
     pub delay: i64,
@@ -30,7 +30,7 @@ pub struct Case {
     pub recs: Vec<Rec>,
 }
 
-pub fn case() -> impl Strategy<Value = Case> {
+pub(crate) fn case() -> impl Strategy<Value = Case> {
     let rec = (
         any::<bool>(),
         0u8..4,
@@ -71,7 +71,7 @@ fn side_of(r: &Rec) -> Side {
 }
 
 /// SPEC §4 as directly as possible.
-pub fn reference(c: &Case, join_type: &str) -> Vec<Out> {
+pub(crate) fn reference(c: &Case, join_type: &str) -> Vec<Out> {
     let mut reference = Reference::new(c, join_type);
     for (i, r) in c.recs.iter().enumerate() {
         reference.arrive(i, r);
@@ -247,7 +247,7 @@ fn env(c: &Case, join_type: &str) -> Vec<(String, String)> {
 }
 
 /// The engine's outputs for a case, as `(cause, left record, right record)`.
-pub fn run_engine<S: JoinState>(
+pub(crate) fn run_engine<S: JoinState>(
     c: &Case,
     join_type: &str,
     mut state: S,
@@ -306,7 +306,11 @@ pub fn run_engine<S: JoinState>(
 }
 
 /// Runs `cases` random cases of `join_type`: outputs and causes equal the reference's.
-pub fn check_interval_join<S: JoinState>(join_type: &str, cases: u32, factory: impl Fn() -> S) {
+pub(crate) fn check_interval_join<S: JoinState>(
+    join_type: &str,
+    cases: u32,
+    factory: impl Fn() -> S,
+) {
     let mut runner = TestRunner::new(RunnerConfig {
         cases,
         failure_persistence: None,

@@ -14,11 +14,11 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-pub use super::process::Sidejoin;
+pub(crate) use super::process::Sidejoin;
 
 /// Now, in epoch milliseconds. Test records carry recent timestamps: the broker's time-based
 /// retention would delete records stamped decades ago.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -26,7 +26,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// The broker of this test run.
-pub fn bootstrap() -> String {
+pub(crate) fn bootstrap() -> String {
     std::env::var("TEST_KAFKA_BOOTSTRAP").expect(
         "TEST_KAFKA_BOOTSTRAP is not set: run the Kafka tests through scripts/test.sh, which starts a local broker",
     )
@@ -35,7 +35,7 @@ pub fn bootstrap() -> String {
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A name no other test (or earlier run) uses.
-pub fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -44,7 +44,7 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{t}-{n}", std::process::id())
 }
 
-pub fn create_topic(name: &str, partitions: i32) {
+pub(crate) fn create_topic(name: &str, partitions: i32) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .create()
@@ -64,7 +64,7 @@ pub fn create_topic(name: &str, partitions: i32) {
     }
 }
 
-pub fn producer() -> FutureProducer {
+pub(crate) fn producer() -> FutureProducer {
     ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .set("linger.ms", "0")
@@ -73,7 +73,7 @@ pub fn producer() -> FutureProducer {
 }
 
 /// Produces one record and waits for it; returns (partition, offset).
-pub fn produce(
+pub(crate) fn produce(
     p: &FutureProducer,
     topic: &str,
     key: Option<&str>,
@@ -94,7 +94,7 @@ pub fn produce(
 
 /// Produces many records at once, then waits for all of them: `(topic, key, value, timestamp)`,
 /// key and value as text or raw bytes.
-pub fn produce_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+pub(crate) fn produce_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     p: &FutureProducer,
     records: &[(String, Option<K>, Option<V>, i64)],
 ) {
@@ -126,7 +126,7 @@ pub fn produce_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 /// produced: one order, as in replay. A step is a record `(topic, key, value, timestamp)` and
 /// the line replay reads for it, made (like the record) just before it is produced; returns the
 /// lines.
-pub fn produce_one_by_one<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+pub(crate) fn produce_one_by_one<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     sj: &mut Sidejoin,
     steps: impl IntoIterator<Item = ((String, Option<K>, Option<V>, i64), String)>,
     wait: Duration,
@@ -143,7 +143,7 @@ pub fn produce_one_by_one<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 
 /// A record read back from a topic.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub(crate) struct Record {
     pub partition: i32,
     pub offset: i64,
     pub timestamp: i64,
@@ -153,20 +153,20 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn key_json(&self) -> serde_json::Value {
+    pub(crate) fn key_json(&self) -> serde_json::Value {
         self.key.as_ref().map_or(serde_json::Value::Null, |k| {
             serde_json::from_slice(k).unwrap()
         })
     }
 
-    pub fn value_json(&self) -> serde_json::Value {
+    pub(crate) fn value_json(&self) -> serde_json::Value {
         self.value.as_ref().map_or(serde_json::Value::Null, |v| {
             serde_json::from_slice(v).unwrap()
         })
     }
 }
 
-pub fn partition_count(topic: &str) -> i32 {
+pub(crate) fn partition_count(topic: &str) -> i32 {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .create()
@@ -226,7 +226,7 @@ fn record(m: &rdkafka::message::BorrowedMessage<'_>) -> Record {
 
 /// Reads every partition of `topic` from the beginning until `count` records arrived or
 /// `timeout` passed (read_committed).
-pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
+pub(crate) fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
     let c = reader(topic, false);
     let deadline = Instant::now() + timeout;
     let mut out = Vec::new();
@@ -245,7 +245,7 @@ pub fn read_all(topic: &str, count: usize, timeout: Duration) -> Vec<Record> {
 /// end it reaches lies at or past the partition's end when the call began. (Counting records
 /// against the end offsets instead stops early when one partition grows meanwhile, and never
 /// completes on a partition that ends in a transaction marker.)
-pub fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
+pub(crate) fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
     let partitions = partition_count(topic) as usize;
     let c = reader(topic, true);
     let deadline = Instant::now() + timeout;
@@ -265,7 +265,7 @@ pub fn read_to_end(topic: &str, timeout: Duration) -> Vec<Record> {
 }
 
 /// The offsets `group` committed on `topic`, per partition (-1 when none).
-pub fn committed(group: &str, topic: &str) -> Vec<i64> {
+pub(crate) fn committed(group: &str, topic: &str) -> Vec<i64> {
     // read_uncommitted: the last committed offsets even while a transaction that adds offsets
     // is open (a frozen or killed instance's), instead of waiting for it to end.
     let c: BaseConsumer = ClientConfig::new()
@@ -289,7 +289,7 @@ pub fn committed(group: &str, topic: &str) -> Vec<i64> {
 }
 
 /// The end offset of each partition of `topic`.
-pub fn high_watermarks(topic: &str) -> Vec<i64> {
+pub(crate) fn high_watermarks(topic: &str) -> Vec<i64> {
     watermarks(topic)
         .into_iter()
         .map(|(_, high)| high)
@@ -297,7 +297,7 @@ pub fn high_watermarks(topic: &str) -> Vec<i64> {
 }
 
 /// The first offset still held of each partition of `topic` (above 0 once records were deleted).
-pub fn low_watermarks(topic: &str) -> Vec<i64> {
+pub(crate) fn low_watermarks(topic: &str) -> Vec<i64> {
     watermarks(topic).into_iter().map(|(low, _)| low).collect()
 }
 
@@ -316,7 +316,7 @@ fn watermarks(topic: &str) -> Vec<(i64, i64)> {
 
 /// Creates unique left, right and output topics named after `name`, with these partition
 /// counts, and returns their names.
-pub fn join_topics(name: &str, partitions: [i32; 3]) -> (String, String, String) {
+pub(crate) fn join_topics(name: &str, partitions: [i32; 3]) -> (String, String, String) {
     let names = [
         unique(&format!("{name}-l")),
         unique(&format!("{name}-r")),
@@ -332,7 +332,7 @@ pub fn join_topics(name: &str, partitions: [i32; 3]) -> (String, String, String)
 /// The variables for a join from `left` and `right` to `output` as group `app`; its state
 /// directory is the app's own (a restart with the same app finds its state again), under
 /// `TEST_STATE_DIR` (a directory `scripts/test.sh` removes afterwards) or the temp directory.
-pub fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String, String)> {
+pub(crate) fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String, String)> {
     let root = std::env::var_os("TEST_STATE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("sidejoin-test-state"));
@@ -353,7 +353,10 @@ pub fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String
 }
 
 /// Adds `NAME=value` pairs (from a fixture env file) to `env`.
-pub fn with(mut env: Vec<(String, String)>, extra: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn with(
+    mut env: Vec<(String, String)>,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
     env.extend(extra.iter().cloned());
     env
 }

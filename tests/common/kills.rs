@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use super::kafka::{self, Sidejoin};
 
-pub const WAIT: Duration = Duration::from_secs(180);
+pub(crate) const WAIT: Duration = Duration::from_secs(180);
 
 /// The input offsets `app` committed on both topics, summed.
-pub fn consumed(app: &str, topics: &[&str]) -> i64 {
+pub(crate) fn consumed(app: &str, topics: &[&str]) -> i64 {
     topics
         .iter()
         .flat_map(|t| kafka::committed(app, t))
@@ -24,10 +24,10 @@ pub fn consumed(app: &str, topics: &[&str]) -> i64 {
 }
 
 /// A small seeded generator (the seed is printed, `CRASH_SEED` replays it).
-pub struct Random(u64);
+pub(crate) struct Random(u64);
 
 impl Random {
-    pub fn from_env() -> Random {
+    pub(crate) fn from_env() -> Random {
         let seed = std::env::var("CRASH_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -36,7 +36,7 @@ impl Random {
         Random(seed)
     }
 
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -46,7 +46,7 @@ impl Random {
 }
 
 /// A kill test's input records in the topics: how many are there, and how to add more.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     produced: u64,
     keep_ahead: u64,
     more: Box<dyn FnMut() -> u64 + 'a>,
@@ -54,7 +54,7 @@ pub struct Input<'a> {
 
 impl<'a> Input<'a> {
     /// All `n` records are produced already.
-    pub fn fixed(n: u64) -> Input<'a> {
+    pub(crate) fn fixed(n: u64) -> Input<'a> {
         Input {
             produced: n,
             keep_ahead: 0,
@@ -64,7 +64,7 @@ impl<'a> Input<'a> {
 
     /// `first` records are produced already; `more()` produces the next chunk and returns its
     /// size (0: the input is exhausted).
-    pub fn chunked(first: u64, more: impl FnMut() -> u64 + 'a) -> Input<'a> {
+    pub(crate) fn chunked(first: u64, more: impl FnMut() -> u64 + 'a) -> Input<'a> {
         Input {
             produced: first,
             keep_ahead: first / 2,
@@ -73,7 +73,7 @@ impl<'a> Input<'a> {
     }
 
     /// The records in the topics.
-    pub fn produced(&self) -> u64 {
+    pub(crate) fn produced(&self) -> u64 {
         self.produced
     }
 
@@ -92,7 +92,7 @@ impl<'a> Input<'a> {
 /// group `app` writing `out`, calling `between(round)` after each kill (e.g. to delete the
 /// state directory); then starts a last run and waits until every offset is consumed. Returns
 /// the last run.
-pub fn kill_rounds(
+pub(crate) fn kill_rounds(
     env: &[(String, String)],
     app: &str,
     topics: &[&str],
@@ -155,7 +155,7 @@ pub fn kill_rounds(
 }
 
 /// The state directory `kafka::base_env` gives `app`.
-pub fn state_dir(env: &[(String, String)]) -> std::path::PathBuf {
+pub(crate) fn state_dir(env: &[(String, String)]) -> std::path::PathBuf {
     env.iter()
         .find(|(k, _)| k == "SIDEJOIN_STATE_DIR")
         .map(|(_, v)| v.into())
@@ -164,7 +164,7 @@ pub fn state_dir(env: &[(String, String)]) -> std::path::PathBuf {
 
 /// Instance `i`'s variables: `env` with its own state directory (under `env`'s), as pods have
 /// their own volumes.
-pub fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
+pub(crate) fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
     let mut env = env.to_vec();
     let dir = state_dir(&env).join(format!("instance-{i}"));
     env.push((
@@ -176,7 +176,7 @@ pub fn instance(env: &[(String, String)], i: usize) -> Vec<(String, String)> {
 
 /// Waits until group `app` has committed `n` input offsets of `topics`; fails with the logs of
 /// the `running` instances.
-pub fn wait_consumed(app: &str, topics: &[&str], n: i64, what: &str, running: &[&Sidejoin]) {
+pub(crate) fn wait_consumed(app: &str, topics: &[&str], n: i64, what: &str, running: &[&Sidejoin]) {
     let deadline = Instant::now() + WAIT;
     while consumed(app, topics) < n {
         if Instant::now() >= deadline {

@@ -3,16 +3,16 @@
 //! property suite. Every suite is generic over a `JoinState` factory so any store can run it.
 #![allow(dead_code)]
 
-pub mod avro;
-pub mod bin;
-pub mod compare;
-pub mod fixtures;
-pub mod interval_props;
-pub mod kafka;
-pub mod kills;
-pub mod process;
-pub mod props;
-pub mod props_cases;
-pub mod reference;
-pub mod rocks;
-pub mod upsert;
+pub(crate) mod avro;
+pub(crate) mod bin;
+pub(crate) mod compare;
+pub(crate) mod fixtures;
+pub(crate) mod interval_props;
+pub(crate) mod kafka;
+pub(crate) mod kills;
+pub(crate) mod process;
+pub(crate) mod props;
+pub(crate) mod props_cases;
+pub(crate) mod reference;
+pub(crate) mod rocks;
+pub(crate) mod upsert;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::kafka::unique;
 
 /// A `sidejoin` child process with its stderr captured in a file.
-pub struct Sidejoin {
+pub(crate) struct Sidejoin {
     child: Child,
     log: PathBuf,
     http: Option<String>,
@@ -18,7 +18,7 @@ pub struct Sidejoin {
 
 impl Sidejoin {
     /// Starts `sidejoin <subcommand>` with exactly `env` (plus PATH and an HTTP port of 0).
-    pub fn start(subcommand: &str, env: &[(String, String)]) -> Sidejoin {
+    pub(crate) fn start(subcommand: &str, env: &[(String, String)]) -> Sidejoin {
         let log = std::env::temp_dir().join(format!("{}.log", unique("sidejoin-test")));
         let file = std::fs::File::create(&log).unwrap();
         // The defaults first: `env` may override any of them.
@@ -43,12 +43,12 @@ impl Sidejoin {
         }
     }
 
-    pub fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// The HTTP address it logged (`http listening on …`).
-    pub fn http(&mut self) -> String {
+    pub(crate) fn http(&mut self) -> String {
         if let Some(a) = &self.http {
             return a.clone();
         }
@@ -69,7 +69,7 @@ impl Sidejoin {
     }
 
     /// `GET path` on its HTTP address: (status, body).
-    pub fn get(&mut self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&mut self, path: &str) -> (u16, String) {
         let addr = self.http();
         let mut s = match TcpStream::connect(&addr) {
             Ok(s) => s,
@@ -94,7 +94,7 @@ impl Sidejoin {
     }
 
     /// The sum of a metric's samples whose labels contain `labels` (e.g. `side="left"`).
-    pub fn metric(&mut self, name: &str, labels: &str) -> f64 {
+    pub(crate) fn metric(&mut self, name: &str, labels: &str) -> f64 {
         let (_, body) = self.get("/metrics");
         body.lines()
             .filter(|l| {
@@ -106,12 +106,12 @@ impl Sidejoin {
             .sum()
     }
 
-    pub fn records_in(&mut self) -> u64 {
+    pub(crate) fn records_in(&mut self) -> u64 {
         self.metric("sidejoin_records_in_total", "") as u64
     }
 
     /// Waits until `records_in` reaches `n`.
-    pub fn wait_records_in(&mut self, n: u64, timeout: Duration) {
+    pub(crate) fn wait_records_in(&mut self, n: u64, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
             let got = self.records_in();
@@ -127,7 +127,7 @@ impl Sidejoin {
         }
     }
 
-    pub fn wait_ready(&mut self, timeout: Duration) {
+    pub(crate) fn wait_ready(&mut self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while self.get("/readyz").0 != 200 {
             assert!(Instant::now() < deadline, "not ready:\n{}", self.logs());
@@ -135,7 +135,7 @@ impl Sidejoin {
         }
     }
 
-    pub fn signal(&self, sig: &str) {
+    pub(crate) fn signal(&self, sig: &str) {
         let status = Command::new("kill")
             .arg(format!("-{sig}"))
             .arg(self.child.id().to_string())
@@ -145,7 +145,7 @@ impl Sidejoin {
     }
 
     /// Waits for the process to exit; returns its exit code.
-    pub fn wait(&mut self, timeout: Duration) -> i32 {
+    pub(crate) fn wait(&mut self, timeout: Duration) -> i32 {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {

@@ -85,7 +85,7 @@ impl<S: JoinState> Run<S> {
 }
 
 /// Runs one case for `join_type`; `Err` describes the first divergence.
-pub fn run_case<S: JoinState>(
+pub(crate) fn run_case<S: JoinState>(
     join_type: &str,
     c: &Case,
     factory: &dyn Fn() -> S,
@@ -218,7 +218,7 @@ fn is_unfiltered_minus_generated(
 }
 
 /// Runs `cases` random cases of `join_type` over stores from `factory`.
-pub fn check_join_type<S: JoinState>(join_type: &str, cases: u32, factory: impl Fn() -> S) {
+pub(crate) fn check_join_type<S: JoinState>(join_type: &str, cases: u32, factory: impl Fn() -> S) {
     let mut runner = TestRunner::new(RunnerConfig {
         cases,
         failure_persistence: None,

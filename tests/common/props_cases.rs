@@ -10,14 +10,14 @@ use super::reference::{Row, Table};
 
 /// How one side is configured in a case.
 #[derive(Debug, Clone)]
-pub struct SideCase {
+pub(crate) struct SideCase {
     pub pk: bool,
     /// Primary-key sides: upsert-json instead of debezium-json. Others: json instead of debezium-json.
     pub alt_format: bool,
 }
 
 #[derive(Debug, Clone)]
-pub struct Op {
+pub(crate) struct Op {
     pub left: bool,
     /// 0 insert, 1 update, 2 delete.
     pub action: u8,
@@ -31,7 +31,7 @@ pub struct Op {
 }
 
 #[derive(Debug, Clone)]
-pub struct Case {
+pub(crate) struct Case {
     pub left: SideCase,
     pub right: SideCase,
     pub two_column_keys: bool,
@@ -68,7 +68,7 @@ fn op() -> impl Strategy<Value = Op> {
         )
 }
 
-pub fn case() -> impl Strategy<Value = Case> {
+pub(crate) fn case() -> impl Strategy<Value = Case> {
     (
         side_case(),
         side_case(),
@@ -135,7 +135,11 @@ impl Case {
         }
     }
 
-    pub fn env(&self, join_type: &str, allow_generated_retracts: bool) -> Vec<(String, String)> {
+    pub(crate) fn env(
+        &self,
+        join_type: &str,
+        allow_generated_retracts: bool,
+    ) -> Vec<(String, String)> {
         let keys = self.keys().join(",");
         let mut env = vec![
             ("SIDEJOIN_JOIN_TYPE", join_type.to_owned()),
@@ -232,29 +236,39 @@ pub(super) fn make_record(c: &Case, op: &Op, tables: &mut [Table; 2]) -> Record 
                 Some(json!({"before": before, "after": null, "op": "d"})),
             )
         }
-        (false, false, action) => {
-            let existing = (!table.rows.is_empty() && op.known_before)
-                .then(|| table.rows[op.pick as usize % table.rows.len()].clone());
-            // Otherwise a row that is usually, but not always, absent from state.
-            let random = Op {
-                payload: op.pick % 2,
-                ..op.clone()
-            };
-            let before = existing.unwrap_or_else(|| build_row(c, side, &random, 0));
-            if action == 1 {
-                table.update(Some(&before), row.clone());
-                (
-                    None,
-                    Some(json!({"before": before, "after": row, "op": "u"})),
-                )
-            } else {
-                table.delete(&before);
-                (
-                    None,
-                    Some(json!({"before": before, "after": null, "op": "d"})),
-                )
-            }
-        }
+        (false, false, action) => multiset_change(c, side, op, action, table),
     };
     Record { side, key, value }
+}
+
+/// A debezium update (`action` 1) or delete of a side without a primary key: of a row the
+/// table holds when `op.known_before`, else of one that is usually, but not always, absent.
+fn multiset_change(
+    c: &Case,
+    side: Side,
+    op: &Op,
+    action: u8,
+    table: &mut Table,
+) -> (Option<Value>, Option<Value>) {
+    let row = build_row(c, side, op, op.id);
+    let existing = (!table.rows.is_empty() && op.known_before)
+        .then(|| table.rows[op.pick as usize % table.rows.len()].clone());
+    let random = Op {
+        payload: op.pick % 2,
+        ..op.clone()
+    };
+    let before = existing.unwrap_or_else(|| build_row(c, side, &random, 0));
+    if action == 1 {
+        table.update(Some(&before), row.clone());
+        (
+            None,
+            Some(json!({"before": before, "after": row, "op": "u"})),
+        )
+    } else {
+        table.delete(&before);
+        (
+            None,
+            Some(json!({"before": before, "after": null, "op": "d"})),
+        )
+    }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-pub type Row = Map<String, Value>;
+pub(crate) type Row = Map<String, Value>;
 
 /// SPEC §1 value equality for the values the tests generate (numbers, strings, null).
 fn value_eq(a: &Value, b: &Value) -> bool {
@@ -21,14 +21,14 @@ fn get<'a>(r: &'a Row, c: &str) -> &'a Value {
 }
 
 /// Whole-row equality: column by column, a missing column equal to null.
-pub fn row_eq(a: &Row, b: &Row) -> bool {
+pub(crate) fn row_eq(a: &Row, b: &Row) -> bool {
     a.keys()
         .chain(b.keys())
         .all(|c| value_eq(get(a, c), get(b, c)))
 }
 
 /// A canonical text for a row compared as SPEC §1 says: nulls dropped, numbers as f64.
-pub fn canon(r: &Row) -> String {
+pub(crate) fn canon(r: &Row) -> String {
     let m: BTreeMap<&String, String> = r
         .iter()
         .filter(|(_, v)| !v.is_null())
@@ -45,7 +45,7 @@ pub fn canon(r: &Row) -> String {
 
 /// One side's table.
 #[derive(Debug, Clone, Default)]
-pub struct Table {
+pub(crate) struct Table {
     /// `Some(pk column)`: a primary-key table.
     pub pk: Option<String>,
     pub rows: Vec<Row>,
@@ -60,7 +60,7 @@ impl Table {
     }
 
     /// Insert (or, with a primary key, insert-or-replace).
-    pub fn upsert(&mut self, row: Row) {
+    pub(crate) fn upsert(&mut self, row: Row) {
         if self.pk.is_some() {
             if let Some(i) = self.pk_pos(&row) {
                 self.rows[i] = row;
@@ -71,7 +71,7 @@ impl Table {
     }
 
     /// Delete by primary key, or one equal copy.
-    pub fn delete(&mut self, row: &Row) {
+    pub(crate) fn delete(&mut self, row: &Row) {
         let pos = if self.pk.is_some() {
             self.pk_pos(row)
         } else {
@@ -84,7 +84,7 @@ impl Table {
 
     /// A Debezium `u`: on a primary-key table a changed key deletes the old key; on a multiset
     /// the old row is removed when present, and the new row added in any case.
-    pub fn update(&mut self, before: Option<&Row>, after: Row) {
+    pub(crate) fn update(&mut self, before: Option<&Row>, after: Row) {
         match (&self.pk, before) {
             (Some(pk), Some(b)) if !value_eq(get(b, pk), get(&after, pk)) => {
                 self.delete(b);
@@ -112,7 +112,7 @@ fn keys_match(l: &Row, lk: &[String], r: &Row, rk: &[String], null_keys_match: b
     })
 }
 
-pub struct JoinDef<'a> {
+pub(crate) struct JoinDef<'a> {
     pub left_key: &'a [String],
     pub right_key: &'a [String],
     pub left_outer: bool,
@@ -121,7 +121,7 @@ pub struct JoinDef<'a> {
 }
 
 /// The join of two tables as a multiset of `(left, right)` pairs, padded sides `None`.
-pub fn naive_join<'a>(
+pub(crate) fn naive_join<'a>(
     def: &JoinDef,
     left: &'a Table,
     right: &'a Table,

@@ -24,14 +24,14 @@ thread_local! {
 }
 
 /// A store of its own inside this thread's RocksDB database.
-pub struct TempRocks {
+pub(crate) struct TempRocks {
     state: Rc<RefCell<RocksState>>,
     ns: u32,
     group: Vec<u8>,
 }
 
 impl TempRocks {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let state = SHARED.with(|s| {
             let mut s = s.borrow_mut();
             let shared = s.get_or_insert_with(|| {
@@ -67,7 +67,7 @@ impl TempRocks {
     }
 
     /// Makes every write so far durable (reads then come from the database, not the overlay).
-    pub fn flush(&mut self) -> Result<(), StateError> {
+    pub(crate) fn flush(&mut self) -> Result<(), StateError> {
         self.state.borrow_mut().flush()
     }
 
@@ -109,7 +109,7 @@ impl JoinState for TempRocks {
 }
 
 /// Counts the items stores hand to `scan` visitors (to show how much work a step does).
-pub struct Counting<S> {
+pub(crate) struct Counting<S> {
     pub inner: S,
     pub visited: u64,
 }

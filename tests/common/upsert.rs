@@ -14,7 +14,7 @@ use super::kafka;
 
 /// The join both crash-style tests run: left rows `{id, k, v}` (primary key id) left-joined on k
 /// with right rows `{k, w}` (primary key k), upsert output keyed by id.
-pub fn left_join_env() -> Vec<(String, String)> {
+pub(crate) fn left_join_env() -> Vec<(String, String)> {
     [
         ("SIDEJOIN_JOIN_TYPE", "left"),
         ("SIDEJOIN_LEFT_KEY", "k"),
@@ -33,13 +33,13 @@ pub fn left_join_env() -> Vec<(String, String)> {
 }
 
 /// A left record of `left_join_env`'s join, keyed by k: `(left?, key, value, timestamp)`.
-pub fn left_row(id: u64, k: u64, v: u64, ts: i64) -> (bool, String, String, i64) {
+pub(crate) fn left_row(id: u64, k: u64, v: u64, ts: i64) -> (bool, String, String, i64) {
     let value = json!({"id": id, "k": k, "v": v}).to_string();
     (true, k.to_string(), value, ts)
 }
 
 /// A right record of `left_join_env`'s join, keyed by k.
-pub fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
+pub(crate) fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
     (
         false,
         k.to_string(),
@@ -49,14 +49,14 @@ pub fn right_row(k: u64, w: u64, ts: i64) -> (bool, String, String, i64) {
 }
 
 /// One input record of `left_join_env`'s join: (left side?, key, value, timestamp).
-pub type Pair = (bool, String, String, i64);
+pub(crate) type Pair = (bool, String, String, i64);
 
 /// `n` records from number `from` on, alternating left rows `{id, k, v}` (ids below `ids`,
 /// join key `id % keys`) and right rows `{k, w}` (every key in turn, scattered); record i has
 /// timestamp `t0 + i`. Left records have even numbers, right ones odd: a right key taken from
 /// `i` itself would always be odd and left keys always even (with even `ids` and `keys`), and
 /// nothing would ever match.
-pub fn left_join_records(n: u64, from: u64, t0: i64, ids: u64, keys: u64) -> Vec<Pair> {
+pub(crate) fn left_join_records(n: u64, from: u64, t0: i64, ids: u64, keys: u64) -> Vec<Pair> {
     (from..from + n)
         .map(|i| {
             let ts = t0 + i as i64;
@@ -72,7 +72,7 @@ pub fn left_join_records(n: u64, from: u64, t0: i64, ids: u64, keys: u64) -> Vec
 
 /// Produces `(left side?, key, value, timestamp)` records to `left` or `right`, keyed; a value
 /// may be a `String` or an `Option<String>` (`None`: a tombstone).
-pub fn produce_sides<V: Clone + Into<Option<String>>>(
+pub(crate) fn produce_sides<V: Clone + Into<Option<String>>>(
     left: &str,
     right: &str,
     records: &[(bool, String, V, i64)],
@@ -89,7 +89,7 @@ pub fn produce_sides<V: Clone + Into<Option<String>>>(
 
 /// Reads `want.len()` records of `topic` (within `wait`): they are replay's `want`, in its order
 /// (`ordered`) or as a multiset; a failure names `what` and shows `sj`'s logs.
-pub fn assert_replays_records(
+pub(crate) fn assert_replays_records(
     topic: &str,
     want: &[(Value, Value)],
     ordered: bool,
@@ -118,13 +118,13 @@ pub fn assert_replays_records(
 
 /// Nothing more than replay's `n` records arrives on `topic` (read for 2 s); a failure names
 /// `what`.
-pub fn assert_no_more_than(topic: &str, n: usize, what: &str) {
+pub(crate) fn assert_no_more_than(topic: &str, n: usize, what: &str) {
     let extra = kafka::read_all(topic, n + 1, Duration::from_secs(2));
     assert_eq!(extra.len(), n, "{what}: more records than replay");
 }
 
 /// Folds upsert records into a table: key → last value, tombstones removing the key.
-pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
+pub(crate) fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<String, Value> {
     let mut table = BTreeMap::new();
     for (k, v) in records {
         if v.is_null() {
@@ -138,7 +138,7 @@ pub fn fold(records: impl IntoIterator<Item = (Value, Value)>) -> BTreeMap<Strin
 
 /// The upsert table `sidejoin replay` gives for `records` (`Pair`s in production order; their
 /// Kafka keys are not replayed) under the join of `env`.
-pub fn replay_table<'a>(
+pub(crate) fn replay_table<'a>(
     env: &[(String, String)],
     records: impl IntoIterator<Item = &'a Pair>,
 ) -> BTreeMap<String, Value> {
@@ -146,7 +146,7 @@ pub fn replay_table<'a>(
 }
 
 /// `records` as replay's input lines (their Kafka keys are not replayed).
-pub fn replay_lines<'a>(records: impl IntoIterator<Item = &'a Pair>) -> Vec<String> {
+pub(crate) fn replay_lines<'a>(records: impl IntoIterator<Item = &'a Pair>) -> Vec<String> {
     records
         .into_iter()
         .map(|(left, _, v, ts)| {
@@ -158,7 +158,7 @@ pub fn replay_lines<'a>(records: impl IntoIterator<Item = &'a Pair>) -> Vec<Stri
 }
 
 /// Replay's Debezium changes of `records` under `env`, materialised (`materialize`).
-pub fn replay_materialised<'a>(
+pub(crate) fn replay_materialised<'a>(
     env: &[(String, String)],
     records: impl IntoIterator<Item = &'a Pair>,
 ) -> HashMap<String, i64> {
@@ -171,7 +171,7 @@ pub fn replay_materialised<'a>(
 
 /// The Debezium changes of `topic` (read_committed), materialised; fails on a retraction of a
 /// row that is not there (a change applied twice).
-pub fn materialised(topic: &str) -> HashMap<String, i64> {
+pub(crate) fn materialised(topic: &str) -> HashMap<String, i64> {
     let values: Vec<Value> = kafka::read_to_end(topic, Duration::from_secs(60))
         .iter()
         .map(|r| r.value_json())
@@ -181,7 +181,7 @@ pub fn materialised(topic: &str) -> HashMap<String, i64> {
 
 /// Reads `topic` materialised (`materialised`) until it equals `want`, `pause` between reads;
 /// fails at `deadline` with `differs(got)`.
-pub fn wait_materialised(
+pub(crate) fn wait_materialised(
     topic: &str,
     want: &HashMap<String, i64>,
     deadline: Instant,
@@ -200,7 +200,7 @@ pub fn wait_materialised(
 }
 
 /// Replays `lines` in process with `env` and returns its `--records` output as (key, value).
-pub fn replay_records(env: &[(String, String)], lines: &[String]) -> Vec<(Value, Value)> {
+pub(crate) fn replay_records(env: &[(String, String)], lines: &[String]) -> Vec<(Value, Value)> {
     let cfg = config::load(env.to_vec(), Mode::Replay).expect("config");
     let input = lines.join("\n");
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -225,7 +225,7 @@ pub fn replay_records(env: &[(String, String)], lines: &[String]) -> Vec<(Value,
 
 /// Reads `topic` until, folded, it equals `want` (it may still be growing); fails at `deadline`
 /// with how many keys differ.
-pub fn wait_for_table(topic: &str, want: &BTreeMap<String, Value>, deadline: Instant) {
+pub(crate) fn wait_for_table(topic: &str, want: &BTreeMap<String, Value>, deadline: Instant) {
     loop {
         let got = fold(
             kafka::read_to_end(topic, Duration::from_secs(60))
@@ -247,7 +247,7 @@ pub fn wait_for_table(topic: &str, want: &BTreeMap<String, Value>, deadline: Ins
 }
 
 /// Applies a Debezium changelog to a multiset of rows.
-pub fn materialize(values: &[Value]) -> HashMap<String, i64> {
+pub(crate) fn materialize(values: &[Value]) -> HashMap<String, i64> {
     let mut table: HashMap<String, i64> = HashMap::new();
     for v in values {
         if !v["before"].is_null() {

@@ -7,10 +7,10 @@
 use apache_avro::types::Value as A;
 use apache_avro::Schema;
 use proptest::prelude::*;
-use sidejoin::avro::schemas::WriterSchema;
 use sidejoin::config::{self, Mode};
 use sidejoin::format::Decoder;
 use sidejoin_core::avro::json::datum_to_json;
+use sidejoin_core::avro::schema::WriterSchema;
 
 fn decoder(format: &str) -> Decoder {
     let env = [

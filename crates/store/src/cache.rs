@@ -17,7 +17,7 @@ use crate::engine::state::StateValue;
 
 /// What one group of the cache holds.
 #[derive(Debug, Default)]
-pub struct Cached {
+pub(crate) struct Cached {
     pub items: Group<Option<StateValue>>,
     pub complete: bool,
     weight: usize,
@@ -34,7 +34,7 @@ fn item_weight(key: &[u8], value: &Option<StateValue>) -> usize {
     key.len() + value + 64
 }
 
-pub struct Cache {
+pub(crate) struct Cache {
     lru: LruCache<Key, Cached, FxBuildHasher>,
     weight: usize,
     budget: usize,
@@ -43,7 +43,7 @@ pub struct Cache {
 }
 
 impl Cache {
-    pub fn new(budget_bytes: usize) -> Self {
+    pub(crate) fn new(budget_bytes: usize) -> Self {
         Cache {
             lru: LruCache::unbounded_with_hasher(FxBuildHasher),
             weight: 0,
@@ -54,13 +54,13 @@ impl Cache {
     }
 
     /// Bytes held (approximately).
-    pub fn weight(&self) -> usize {
+    pub(crate) fn weight(&self) -> usize {
         self.weight
     }
 
     /// What the cache knows of `(group, item)`: `Some(None)` when it is known to be absent,
     /// `None` when the cache cannot tell.
-    pub fn get(&mut self, group: &[u8], item: &[u8]) -> Option<Option<StateValue>> {
+    pub(crate) fn get(&mut self, group: &[u8], item: &[u8]) -> Option<Option<StateValue>> {
         let known = self.lru.get(group).and_then(|c| match c.items.get(item) {
             Some(v) => Some(v.clone()),
             None if c.complete => Some(None),
@@ -75,7 +75,7 @@ impl Cache {
     }
 
     /// The items of `group` when all of them are here.
-    pub fn complete(&mut self, group: &[u8]) -> Option<&Group<Option<StateValue>>> {
+    pub(crate) fn complete(&mut self, group: &[u8]) -> Option<&Group<Option<StateValue>>> {
         match self.lru.get(group) {
             Some(c) if c.complete => {
                 self.hits += 1;
@@ -89,7 +89,7 @@ impl Cache {
     }
 
     /// Records what RocksDB holds for `(group, item)` now (read from it, or just persisted).
-    pub fn note(&mut self, group: &[u8], item: &[u8], value: Option<StateValue>) {
+    pub(crate) fn note(&mut self, group: &[u8], item: &[u8], value: Option<StateValue>) {
         let c = self
             .lru
             .get_or_insert_mut(Key::from_slice(group), Cached::default);
@@ -109,7 +109,7 @@ impl Cache {
     }
 
     /// Records every item of `group` as RocksDB holds them (a scan read the whole group).
-    pub fn fill(&mut self, group: &[u8], items: Vec<(Key, StateValue)>) {
+    pub(crate) fn fill(&mut self, group: &[u8], items: Vec<(Key, StateValue)>) {
         if let Some(old) = self.lru.pop(group) {
             self.weight -= old.weight.min(self.weight);
         }
@@ -128,7 +128,7 @@ impl Cache {
     }
 
     /// Drops the groups of `partition`.
-    pub fn release_partition(&mut self, partition: Partition) {
+    pub(crate) fn release_partition(&mut self, partition: Partition) {
         let prefix = partition.to_be_bytes();
         let gone: Vec<Key> = self
             .lru
@@ -144,7 +144,7 @@ impl Cache {
     }
 
     /// Evicts least recently used groups until the cache is within its budget.
-    pub fn evict(&mut self) {
+    pub(crate) fn evict(&mut self) {
         while self.weight > self.budget {
             match self.lru.pop_lru() {
                 Some((_, c)) => self.weight -= c.weight.min(self.weight),
@@ -168,6 +168,6 @@ impl std::fmt::Debug for Cache {
 }
 
 /// The budget in bytes for `mb` MiB (at least 1 MiB).
-pub fn budget(mb: usize) -> usize {
+pub(crate) fn budget(mb: usize) -> usize {
     NonZeroUsize::new(mb).map_or(1, NonZeroUsize::get) << 20
 }

@@ -9,7 +9,7 @@ const ROW: u8 = 1;
 const TIMED: u8 = 2;
 const BYTES: u8 = 3;
 
-pub fn encode(value: &StateValue) -> Vec<u8> {
+pub(crate) fn encode(value: &StateValue) -> Vec<u8> {
     match value {
         StateValue::Row(e) => {
             let mut out = Vec::with_capacity(17 + 96);
@@ -44,7 +44,7 @@ fn row(bytes: &[u8]) -> Result<Row, String> {
     Ok(Row::from_compact(bytes))
 }
 
-pub fn decode(bytes: &[u8]) -> Result<StateValue, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<StateValue, String> {
     let (&tag, rest) = bytes.split_first().ok_or("empty state value")?;
     match tag {
         ROW if rest.len() >= 16 => {

@@ -12,13 +12,13 @@ use crate::engine::state::StateValue;
 type Layer<'a> = Peekable<Range<'a, Option<StateValue>>>;
 
 /// The buffered items of one group, from `from` on, newest layer winning.
-pub struct Buffered<'a> {
+pub(crate) struct Buffered<'a> {
     layers: SmallVec<[Layer<'a>; 4]>,
 }
 
 impl<'a> Buffered<'a> {
     /// `newest_first`: the write buffers, the open one first.
-    pub fn new(
+    pub(crate) fn new(
         newest_first: impl Iterator<Item = &'a Groups<Option<StateValue>>>,
         group: &[u8],
         from: &[u8],
@@ -57,7 +57,7 @@ impl<'a> Iterator for Buffered<'a> {
 }
 
 /// `overlay` over the items of a group the cache holds completely, from `from` on.
-pub fn overlay_cached<'a>(
+pub(crate) fn overlay_cached<'a>(
     over: Buffered<'a>,
     items: &Group<Option<StateValue>>,
     from: &[u8],
@@ -71,7 +71,7 @@ pub fn overlay_cached<'a>(
 
 /// Visits `base` items laid under `over` (which wins on equal items and hides deleted ones), in
 /// item order, while `visit` returns true; returns whether it ran to the end.
-pub fn overlay<'a, 'b>(
+pub(crate) fn overlay<'a, 'b>(
     over: impl Iterator<Item = (&'a [u8], &'a Option<StateValue>)>,
     base: impl Iterator<Item = (&'b [u8], &'b StateValue)>,
     visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,

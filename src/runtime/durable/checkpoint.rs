@@ -41,7 +41,7 @@ impl<S: Checkpointed> Protocol<S> {
 
     /// Closes the open checkpoint (steps 1–4 of the module doc). `Err(RunError::Aborted)`:
     /// the transaction was aborted; the caller must `discard` and restore.
-    pub fn commit<C: ConsumerContext, P: Processor<S> + ?Sized>(
+    pub(crate) fn commit<C: ConsumerContext, P: Processor<S> + ?Sized>(
         &mut self,
         processor: &mut P,
         output: &Output,

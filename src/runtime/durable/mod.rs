@@ -52,18 +52,18 @@ use super::processor::Processor;
 use super::streams::{Inputs, Stream};
 use super::RunError;
 
-pub use positions::Offsets;
+pub(super) use positions::Offsets;
 
 /// A fault the kill tests inject to prove they catch it: the input offsets written into the
 /// state are those of the previous checkpoint (`SJ_TEST_FAULT=offsets_late`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(super) enum Fault {
     None,
     OffsetsLate,
 }
 
 /// The durable state of one worker's tasks and the protocol that keeps it (module doc).
-pub struct Protocol<S> {
+pub(super) struct Protocol<S> {
     /// The tasks' join state.
     state: S,
     guarantee: Guarantee,
@@ -89,7 +89,7 @@ pub struct Protocol<S> {
 }
 
 /// What a protocol is made of.
-pub struct Parts<S> {
+pub(super) struct Parts<S> {
     pub state: S,
     pub guarantee: Guarantee,
     pub txn: Transactions,
@@ -100,7 +100,7 @@ pub struct Parts<S> {
 }
 
 impl<S: Checkpointed> Protocol<S> {
-    pub fn new(parts: Parts<S>, metrics: &WorkerMetrics) -> Self {
+    pub(super) fn new(parts: Parts<S>, metrics: &WorkerMetrics) -> Self {
         Protocol {
             state: parts.state,
             guarantee: parts.guarantee,
@@ -120,7 +120,7 @@ impl<S: Checkpointed> Protocol<S> {
     /// Registers the transactional producer with the brokers (fencing an earlier incarnation
     /// with the same `transactional.id` and aborting what it left open), then opens the first
     /// transaction.
-    pub fn start(&mut self) -> Result<(), RunError> {
+    pub(super) fn start(&mut self) -> Result<(), RunError> {
         Ok(self.txn.start()?)
     }
 
@@ -129,34 +129,38 @@ impl<S: Checkpointed> Protocol<S> {
     }
 
     /// The tasks' state, lent to process a record.
-    pub fn state(&mut self) -> &mut S {
+    pub(super) fn state(&mut self) -> &mut S {
         &mut self.state
     }
 
     /// The number outputs are sent under now.
-    pub fn epoch(&self) -> u64 {
+    pub(super) fn epoch(&self) -> u64 {
         self.epoch
     }
 
     /// The record at `offset` of `stream` is fully handled: the open checkpoint covers it.
     #[inline]
-    pub fn consumed(&mut self, stream: Stream, offset: i64) {
+    pub(super) fn consumed(&mut self, stream: Stream, offset: i64) {
         self.positions.insert(stream, offset + 1);
     }
 
     /// The next offset to consume of `stream`, if known.
-    pub fn position(&self, stream: Stream) -> Option<i64> {
+    pub(super) fn position(&self, stream: Stream) -> Option<i64> {
         self.positions.get(&stream).copied()
     }
 
     /// A task restored from state that reflects `stream` up to `next` (exclusive).
-    pub fn restored(&mut self, stream: Stream, next: i64) {
+    pub(super) fn restored(&mut self, stream: Stream, next: i64) {
         self.positions.insert(stream, next);
         self.written.insert(stream, next);
     }
 
     /// Releases tasks no longer owned: their state and positions (all committed by then).
-    pub fn forget<P: Processor<S> + ?Sized>(&mut self, processor: &mut P, gone: &[Partition]) {
+    pub(super) fn forget<P: Processor<S> + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        gone: &[Partition],
+    ) {
         processor.revoked(&mut self.state, gone);
         self.positions.retain(|s, _| !gone.contains(&s.task));
         self.written.retain(|s, _| !gone.contains(&s.task));
@@ -164,13 +168,17 @@ impl<S: Checkpointed> Protocol<S> {
 
     /// Drops every change not committed and forgets `tasks` (an aborted transaction, a lost
     /// assignment): they are restored from what was committed when assigned again.
-    pub fn discard<P: Processor<S> + ?Sized>(&mut self, processor: &mut P, tasks: &[Partition]) {
+    pub(super) fn discard<P: Processor<S> + ?Sized>(
+        &mut self,
+        processor: &mut P,
+        tasks: &[Partition],
+    ) {
         self.state.discard_unpersisted();
         self.forget(processor, tasks);
     }
 
     /// Aborts the open transaction because of `why`; the caller drops what is not persisted.
-    pub fn abort(&mut self, why: String) -> RunError {
+    pub(super) fn abort(&mut self, why: String) -> RunError {
         if let Err(e) = self.txn.abort(&why) {
             return e.into();
         }

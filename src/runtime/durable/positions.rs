@@ -14,11 +14,11 @@ use crate::engine::layout;
 use crate::engine::state::{StateError, StateValue};
 
 /// `(item, task)` → the next offset to consume there.
-pub type Offsets = BTreeMap<(String, Partition), i64>;
+pub(crate) type Offsets = BTreeMap<(String, Partition), i64>;
 
 /// The local-only name under which a task's state records the changelog position of `side`
 /// it reflects.
-pub fn position_name(side: Side) -> &'static [u8] {
+pub(super) fn position_name(side: Side) -> &'static [u8] {
     match side {
         Side::Left => b"changelog/left",
         Side::Right => b"changelog/right",
@@ -26,7 +26,7 @@ pub fn position_name(side: Side) -> &'static [u8] {
 }
 
 /// Writes `offsets` into the state (into the open checkpoint).
-pub fn write<S: Checkpointed + ?Sized>(state: &mut S, offsets: &Offsets) {
+pub(super) fn write<S: Checkpointed + ?Sized>(state: &mut S, offsets: &Offsets) {
     let mut group = Vec::new();
     for ((item, task), offset) in offsets {
         layout::meta_group(&mut group, *task);
@@ -39,7 +39,7 @@ pub fn write<S: Checkpointed + ?Sized>(state: &mut S, offsets: &Offsets) {
 }
 
 /// The next offset of `item` that `task`'s state reflects, if it records one.
-pub fn read<S: Checkpointed + ?Sized>(
+pub(super) fn read<S: Checkpointed + ?Sized>(
     state: &mut S,
     item: &str,
     task: Partition,
@@ -52,7 +52,7 @@ pub fn read<S: Checkpointed + ?Sized>(
 }
 
 /// Whether `task`'s state records the position of any of `items`.
-pub fn any<S: Checkpointed + ?Sized>(
+pub(super) fn any<S: Checkpointed + ?Sized>(
     state: &mut S,
     task: Partition,
     items: &[String],

@@ -37,11 +37,11 @@ const RETRY: Duration = Duration::from_millis(500);
 
 /// A restored task and the next offset of each of its streams its state reflects (`None`: it
 /// records none).
-pub type Position = (Partition, Vec<(Stream, Option<i64>)>);
+pub(super) type Position = (Partition, Vec<(Stream, Option<i64>)>);
 
 /// What one restore did.
 #[derive(Debug, Default)]
-pub struct Restored {
+pub(crate) struct Restored {
     pub records: u64,
     pub seconds: f64,
 }
@@ -53,7 +53,7 @@ impl<S: Checkpointed> Protocol<S> {
     /// Brings the state of `tasks` up to date with the changelog topics; returns the input
     /// positions it reflects (the caller loads the tasks into the processor and assigns the
     /// consumer there).
-    pub fn restore<P: Processor<S> + ?Sized>(
+    pub(crate) fn restore<P: Processor<S> + ?Sized>(
         &mut self,
         processor: &mut P,
         tasks: &[Partition],

@@ -39,7 +39,7 @@ const STRAY_DRAIN: usize = 4_096;
 
 /// Where one assigned partition's records go: a task's stream of the merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaneSpec {
+pub(crate) struct LaneSpec {
     pub side: Side,
     pub topic: String,
     pub partition: Partition,
@@ -57,14 +57,14 @@ struct Lane<C: ConsumerContext + 'static> {
 }
 
 /// What `serve` found on the consumer's own queue besides records.
-pub enum Served {
+pub(crate) enum Served {
     /// Nothing more there now.
     Idle,
     /// An error event (not end of partition): the owner decides whether it is fatal.
     Error(KafkaError),
 }
 
-pub struct Lanes<C: ConsumerContext + 'static> {
+pub(crate) struct Lanes<C: ConsumerContext + 'static> {
     consumer: Arc<BaseConsumer<C>>,
     lanes: Vec<Lane<C>>,
     per_lane: usize,
@@ -72,7 +72,7 @@ pub struct Lanes<C: ConsumerContext + 'static> {
 
 impl<C: ConsumerContext + 'static> Lanes<C> {
     /// Lanes of `consumer`, each polled while fewer than `per_lane` of its records wait.
-    pub fn new(consumer: BaseConsumer<C>, per_lane: usize) -> Self {
+    pub(crate) fn new(consumer: BaseConsumer<C>, per_lane: usize) -> Self {
         Lanes {
             consumer: Arc::new(consumer),
             lanes: Vec::new(),
@@ -80,13 +80,13 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
         }
     }
 
-    pub fn consumer(&self) -> &Arc<BaseConsumer<C>> {
+    pub(crate) fn consumer(&self) -> &Arc<BaseConsumer<C>> {
         &self.consumer
     }
 
     /// The consumer was just assigned `specs`: every partition gets its own queue. Nothing
     /// buffered from before is kept by the owner (the assignment set the positions anew).
-    pub fn assigned(&mut self, specs: Vec<LaneSpec>, now: i64) {
+    pub(crate) fn assigned(&mut self, specs: Vec<LaneSpec>, now: i64) {
         self.lanes = specs
             .into_iter()
             .map(|spec| Lane {
@@ -101,12 +101,12 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
     }
 
     /// Drops every queue (before an unassign or a new assignment).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.lanes.clear();
     }
 
     /// Polls every queue below its limit without waiting; returns how many records arrived.
-    pub fn fill(&mut self, merge: &mut Merge, now: i64) -> usize {
+    pub(crate) fn fill(&mut self, merge: &mut Merge, now: i64) -> usize {
         let mut n = 0;
         for lane in &mut self.lanes {
             let (task, stream) = (lane.spec.task, lane.spec.stream);
@@ -154,7 +154,7 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
     /// Serves the consumer's own queue, waiting up to `wait` for its first event (callbacks
     /// run meanwhile); records found there join the merge and their partition's queue is
     /// split again. Returns the first error event, if any, after the records before it.
-    pub fn serve(&mut self, merge: &mut Merge, wait: Duration, now: i64) -> Served {
+    pub(crate) fn serve(&mut self, merge: &mut Merge, wait: Duration, now: i64) -> Served {
         let mut wait = wait;
         for _ in 0..STRAY_DRAIN {
             match self.consumer.poll(wait) {

@@ -31,7 +31,7 @@ use super::record::Record;
 use crate::change::Partition;
 
 /// A stream's head as the rule sees it.
-pub struct Head {
+pub(super) struct Head {
     /// The timestamp of its first waiting record, and when that record was fetched.
     pub head: Option<(i64, i64)>,
     /// Its end was reported and no record came since.
@@ -41,7 +41,7 @@ pub struct Head {
 }
 
 /// The stream whose head goes next under the rule of the module doc, if any may go now.
-pub fn next_head(
+pub(super) fn next_head(
     heads: impl Iterator<Item = Head> + Clone,
     now: i64,
     max_idle_ms: i64,
@@ -112,7 +112,7 @@ impl Lane {
 
 /// The buffered records of some tasks, each with the same number of streams; see the module
 /// doc for the rule.
-pub struct Merge {
+pub(crate) struct Merge {
     max_idle_ms: i64,
     streams: usize,
     lanes: FxHashMap<Partition, Lane>,
@@ -124,7 +124,7 @@ pub struct Merge {
 
 impl Merge {
     /// A merge of tasks of `streams` streams each.
-    pub fn new(streams: usize, max_idle_ms: i64) -> Self {
+    pub(crate) fn new(streams: usize, max_idle_ms: i64) -> Self {
         Merge {
             max_idle_ms,
             streams,
@@ -142,7 +142,7 @@ impl Merge {
     }
 
     /// A record of `task`'s `stream` arrived (records of one stream arrive in offset order).
-    pub fn push(&mut self, task: Partition, stream: usize, rec: Record, now_ms: i64) {
+    pub(crate) fn push(&mut self, task: Partition, stream: usize, rec: Record, now_ms: i64) {
         let lane = self.lane(task, now_ms);
         let was_empty = lane.is_empty();
         let queue = &mut lane.streams[stream];
@@ -165,12 +165,12 @@ impl Merge {
     }
 
     /// The end of `task`'s `stream` was reported: nothing more is available there right now.
-    pub fn caught_up(&mut self, task: Partition, stream: usize, now_ms: i64) {
+    pub(crate) fn caught_up(&mut self, task: Partition, stream: usize, now_ms: i64) {
         self.lane(task, now_ms).streams[stream].caught_up = true;
     }
 
     /// The next record to process and its task and stream, if the rule allows one now.
-    pub fn pop(&mut self, now_ms: i64) -> Option<(Partition, usize, Record)> {
+    pub(crate) fn pop(&mut self, now_ms: i64) -> Option<(Partition, usize, Record)> {
         // Each task with records is looked at at most once; one that releases a record goes to
         // the back, so tasks take turns.
         for _ in 0..self.ring.len() {
@@ -199,21 +199,21 @@ impl Merge {
     }
 
     /// Forgets everything buffered and known.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.lanes.clear();
         self.ring.clear();
         self.len = 0;
     }
 
     /// Records buffered of `task`'s `stream` (the caller polls a partition below a limit).
-    pub fn buffered(&self, task: Partition, stream: usize) -> usize {
+    pub(crate) fn buffered(&self, task: Partition, stream: usize) -> usize {
         self.lanes
             .get(&task)
             .map_or(0, |lane| lane.streams[stream].entries.len())
     }
 
     /// Whether every stream of `task` is caught up and nothing of it is buffered.
-    pub fn drained(&self, task: Partition) -> bool {
+    pub(crate) fn drained(&self, task: Partition) -> bool {
         self.lanes.get(&task).is_some_and(|lane| {
             lane.streams
                 .iter()

@@ -6,6 +6,6 @@ mod lanes;
 mod merge;
 mod record;
 
-pub use lanes::{LaneSpec, Lanes, Served};
-pub use merge::Merge;
-pub use record::Record;
+pub(super) use lanes::{LaneSpec, Lanes, Served};
+pub(super) use merge::Merge;
+pub(super) use record::Record;

@@ -5,7 +5,7 @@ use rdkafka::message::{BorrowedMessage, Headers, Message};
 use crate::change::{Partition, Side};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     pub side: Side,
     /// The task it feeds: its partition, except on a broadcast side, whose every partition
     /// feeds every task.
@@ -22,7 +22,7 @@ pub struct Record {
 impl Record {
     /// A copy of `msg`, read for `side`; it feeds the task of its own partition. `now` stands in
     /// for a missing timestamp.
-    pub fn copy(msg: &BorrowedMessage<'_>, side: Side, now: i64) -> Self {
+    pub(crate) fn copy(msg: &BorrowedMessage<'_>, side: Side, now: i64) -> Self {
         let headers = msg
             .headers()
             .map(|h| {

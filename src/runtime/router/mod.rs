@@ -52,7 +52,7 @@ const LEASE_LOOK: Duration = Duration::from_millis(100);
 /// Routes `plan`'s side while this instance holds its lease, until `stop`; returns only on stop
 /// or on what must stop the instance (a decode error under `SIDEJOIN_ON_ERROR=fail`, a
 /// placement that cannot be mirrored, an Avro side without the hashed columns).
-pub fn run_blocking(
+pub(super) fn run_blocking(
     cfg: &Config,
     plan: &RouterPlan,
     metrics: Arc<Metrics>,

@@ -18,7 +18,7 @@ use crate::runtime::{RunError, StartupError};
 
 /// The placement of `side`'s keys: for a mirrored target, learnt from the other side's records
 /// (waiting for some, logged); `None` on stop.
-pub fn placement(
+pub(super) fn placement(
     cfg: &Config,
     router: &RouterPlan,
     stop: &CancellationToken,

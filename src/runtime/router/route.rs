@@ -34,7 +34,7 @@ const PER_PART: usize = 4_096;
 const PER_STEP: usize = 8_192;
 
 /// Why a step stopped.
-pub enum Stop {
+pub(super) enum Stop {
     /// The instance must stop (its error says why).
     Fatal(RunError),
     /// The transaction is lost: resume from the last commit.
@@ -65,7 +65,7 @@ struct Active {
     next: Vec<i64>,
 }
 
-pub struct Router<'a> {
+pub(super) struct Router<'a> {
     cfg: &'a Config,
     plan: &'a RouterPlan,
     decoder: Decoder,
@@ -81,7 +81,7 @@ pub struct Router<'a> {
 }
 
 impl<'a> Router<'a> {
-    pub fn new(
+    pub(super) fn new(
         cfg: &'a Config,
         plan: &'a RouterPlan,
         placement: Placement,
@@ -118,7 +118,7 @@ impl<'a> Router<'a> {
 
     /// Follows the lease: starts routing when it is `held`, stops when it is not; returns
     /// whether routing is on.
-    pub fn follow_lease(&mut self, held: bool, active: bool) -> bool {
+    pub(super) fn follow_lease(&mut self, held: bool, active: bool) -> bool {
         let side = self.side();
         match (held, active) {
             (true, false) => match self.activate() {
@@ -228,7 +228,7 @@ impl<'a> Router<'a> {
 
     /// Gives up: aborts the open transaction (what it held is routed again by the next
     /// router), unassigns.
-    pub fn deactivate(&mut self) {
+    pub(super) fn deactivate(&mut self) {
         if let Some(mut a) = self.active.take() {
             a.txn.abandon();
             let _ = a.lanes.consumer().unassign();
@@ -238,7 +238,7 @@ impl<'a> Router<'a> {
     }
 
     /// Stops routing cleanly: commits what was routed, then gives up.
-    pub fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         if self.uncommitted > 0 {
             if let Err(e) = self.commit() {
                 let why = match e {
@@ -255,7 +255,7 @@ impl<'a> Router<'a> {
     }
 
     /// Fetches, routes up to `PER_STEP` records in timestamp order, commits when due.
-    pub fn step(&mut self) -> Result<(), Stop> {
+    pub(super) fn step(&mut self) -> Result<(), Stop> {
         let now = now_ms();
         let fetched = self.fetch(now);
         let mut routed = 0;

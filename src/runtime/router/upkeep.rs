@@ -21,7 +21,7 @@ const PURGE_EVERY: Duration = Duration::from_secs(30);
 /// How often the router's lag is published.
 const LAG_EVERY: Duration = Duration::from_secs(10);
 
-pub struct Upkeep {
+pub(super) struct Upkeep {
     kafka: KafkaSpec,
     source: String,
     topic: String,
@@ -30,7 +30,7 @@ pub struct Upkeep {
 }
 
 impl Upkeep {
-    pub fn new(kafka: &KafkaSpec, plan: &RouterPlan) -> Self {
+    pub(super) fn new(kafka: &KafkaSpec, plan: &RouterPlan) -> Self {
         Upkeep {
             kafka: kafka.clone(),
             source: plan.source_topic.clone(),
@@ -42,7 +42,11 @@ impl Upkeep {
 
     /// The router's lag on the source topic, as `sidejoin_consumer_lag` of that topic (the end
     /// offsets are asked of the brokers, so at most every `LAG_EVERY`).
-    pub fn publish_lag(&mut self, consumer: &BaseConsumer<HelperContext>, metrics: &Metrics) {
+    pub(super) fn publish_lag(
+        &mut self,
+        consumer: &BaseConsumer<HelperContext>,
+        metrics: &Metrics,
+    ) {
         if self.last_lag.elapsed() < LAG_EVERY {
             return;
         }
@@ -64,7 +68,7 @@ impl Upkeep {
 
     /// Deletes the records of the repartition topic that the join group has committed past,
     /// when `PURGE_EVERY` has passed since the last time.
-    pub fn purge_when_due(&mut self) {
+    pub(super) fn purge_when_due(&mut self) {
         if self.last_purge.elapsed() < PURGE_EVERY {
             return;
         }
@@ -106,7 +110,7 @@ impl Upkeep {
 }
 
 /// Every partition of `topic`, as the brokers list them now.
-pub fn all_partitions<C: Consumer<HelperContext>>(
+pub(super) fn all_partitions<C: Consumer<HelperContext>>(
     consumer: &C,
     topic: &str,
 ) -> Result<TopicPartitionList, KafkaError> {

@@ -35,7 +35,7 @@ use super::output::Output;
 use super::processor::Processor;
 use super::streams::Inputs;
 
-pub use start::{run_blocking, Job};
+pub(super) use start::{run_blocking, Job};
 
 /// The group consumer of the grouped inputs (shared with its partition queues).
 type Group = Arc<BaseConsumer<JoinContext>>;

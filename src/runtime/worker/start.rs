@@ -123,7 +123,7 @@ fn protocol<S: Checkpointed>(
 }
 
 /// What a worker runs with.
-pub struct Job<'a, S> {
+pub(crate) struct Job<'a, S> {
     pub cfg: &'a Config,
     pub plan: &'a Plan,
     pub me: &'a WorkerPlan,
@@ -136,7 +136,7 @@ pub struct Job<'a, S> {
 
 /// Connects the worker's clients, waits at `gate` for the other workers, then processes until
 /// `shutdown` is cancelled or a fatal error.
-pub fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunError> {
+pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunError> {
     let Job {
         cfg,
         plan,
