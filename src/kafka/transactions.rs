@@ -3,8 +3,10 @@
 //! timeout per call, one retry policy and one error type for both.
 //!
 //! Policy: a call that fails with a retriable error (a broker away, a coordinator moving) is
-//! made again every `RETRY` until it succeeds or the process stops; meanwhile the owner is told
-//! it is stalled (`Stall`: the instance turns not ready) and the wait is logged once. Any other
+//! made again every `RETRY` until it succeeds or the process stops — a call inside a
+//! transaction for `GIVE_UP` at most, then it counts as failed and the transaction is aborted;
+//! meanwhile the owner is told it is stalled (`Stall`: the instance turns not ready) and the
+//! wait is logged, again every `STILL_FAILING`. Any other
 //! failure is returned: `fatal` when the producer can go on no more (fenced by a newer
 //! incarnation with the same `transactional.id`), else abortable — the caller aborts and
 //! resumes from what was committed.
@@ -12,7 +14,7 @@
 //! What it does not do: decide what goes into a transaction, or when.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::error::KafkaError;
@@ -28,6 +30,15 @@ const CALL: Duration = Duration::from_secs(10);
 
 /// The pause between two attempts of a retriable call.
 const RETRY: Duration = Duration::from_millis(100);
+
+/// How often a call still failing is logged again.
+const STILL_FAILING: Duration = Duration::from_secs(30);
+
+/// How long a retriable call is retried before it counts as failed (abortable): the default
+/// `transaction.timeout.ms`, after which the coordinator has aborted the transaction anyway.
+/// A producer that cannot get through for that long (seen once after a broker outage: offsets
+/// refused as retriable for minutes) resumes from the last checkpoint instead of hanging.
+const GIVE_UP: Duration = Duration::from_secs(60);
 
 /// A transactional call that failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -99,7 +110,7 @@ impl Transactions {
     /// Registers with the brokers, fencing an earlier incarnation with the same
     /// `transactional.id` and aborting what it left open; then opens the first transaction.
     pub(crate) fn start(&mut self) -> Result<(), TxnError> {
-        self.retry("initialising transactions", |p| p.init_transactions(CALL))?;
+        self.retry_until_shutdown("initialising transactions", |p| p.init_transactions(CALL))?;
         self.begin()
     }
 
@@ -155,45 +166,82 @@ impl Transactions {
         }
     }
 
-    /// Runs a transactional call, again while it fails with a retriable error, until shutdown.
+    /// Runs a call inside a transaction, again while it fails with a retriable error, until
+    /// shutdown or for `GIVE_UP` at most (then the error is returned, abortable).
     fn retry(
         &self,
         what: &str,
         call: impl Fn(&BaseProducer<Deliveries>) -> Result<(), KafkaError>,
     ) -> Result<(), TxnError> {
-        let mut waiting = false;
+        self.retry_for(what, GIVE_UP, call)
+    }
+
+    /// Runs a call outside any transaction (registering the producer) again while it fails
+    /// with a retriable error, until shutdown: a broker away at start is waited for.
+    fn retry_until_shutdown(
+        &self,
+        what: &str,
+        call: impl Fn(&BaseProducer<Deliveries>) -> Result<(), KafkaError>,
+    ) -> Result<(), TxnError> {
+        self.retry_for(what, Duration::MAX, call)
+    }
+
+    fn retry_for(
+        &self,
+        what: &str,
+        give_up: Duration,
+        call: impl Fn(&BaseProducer<Deliveries>) -> Result<(), KafkaError>,
+    ) -> Result<(), TxnError> {
+        let started = Instant::now();
+        let mut logged: Option<Instant> = None;
         loop {
-            match call(&self.producer) {
+            let error = match call(&self.producer) {
                 Ok(()) => {
-                    if waiting {
+                    if logged.is_some() {
                         tracing::info!(
-                            "{} transaction: {what}: succeeded after retrying",
-                            self.name
+                            "{} transaction: {what}: succeeded after retrying for {:.1} s",
+                            self.name,
+                            started.elapsed().as_secs_f64()
                         );
                         (self.stall)(false);
                     }
                     return Ok(());
                 }
-                Err(KafkaError::Transaction(t))
-                    if t.is_retriable() && !self.shutdown.is_cancelled() =>
-                {
-                    if !waiting {
-                        tracing::warn!(
-                            "{} transaction: {what} failed ({t}); not ready; retrying",
-                            self.name
-                        );
-                        (self.stall)(true);
-                        waiting = true;
-                    }
-                    std::thread::sleep(RETRY);
+                Err(e) => e,
+            };
+            let retriable = matches!(&error, KafkaError::Transaction(t) if t.is_retriable());
+            if !retriable || self.shutdown.is_cancelled() || started.elapsed() >= give_up {
+                if logged.is_some() {
+                    (self.stall)(false);
                 }
-                Err(e) => {
-                    if waiting {
-                        (self.stall)(false);
-                    }
-                    return Err(TxnError::of(e));
+                let mut e = TxnError::of(error);
+                if retriable && !self.shutdown.is_cancelled() {
+                    e.what = format!("{} (gave up after retrying for {give_up:?})", e.what);
                 }
+                return Err(e);
             }
+            match logged {
+                None => {
+                    tracing::warn!(
+                        "{} transaction: {what} failed ({}); not ready; retrying",
+                        self.name,
+                        super::redact(&error)
+                    );
+                    (self.stall)(true);
+                    logged = Some(Instant::now());
+                }
+                Some(at) if at.elapsed() >= STILL_FAILING => {
+                    tracing::warn!(
+                        "{} transaction: {what} still failing after {:.0} s ({}); retrying",
+                        self.name,
+                        started.elapsed().as_secs_f64(),
+                        super::redact(&error)
+                    );
+                    logged = Some(Instant::now());
+                }
+                Some(_) => {}
+            }
+            std::thread::sleep(RETRY);
         }
     }
 }

@@ -146,7 +146,9 @@ pub(crate) fn kill_rounds(
         if lag <= 0 && input.can_grow() && repeats < rounds {
             // A loaded machine watched the run too slowly: this kill tested nothing new. The
             // round is made again over more input (the kill itself is harmless).
-            println!("round {round}: every record was consumed before the kill; again with more input");
+            println!(
+                "round {round}: every record was consumed before the kill; again with more input"
+            );
             input.grow();
             repeats += 1;
             continue;
