@@ -278,7 +278,18 @@ pub(crate) fn committed(group: &str, topic: &str) -> Vec<i64> {
     for p in 0..partition_count(topic) {
         tpl.add_partition(topic, p);
     }
-    let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    // A broker just started answers NotCoordinator (or "loading") until its offsets topic is
+    // ready: asked again for a while.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = loop {
+        match c.committed_offsets(tpl.clone(), Duration::from_secs(10)) {
+            Ok(got) => break got,
+            Err(e) if Instant::now() < deadline && coordinator_not_ready(&e) => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("the offsets group `{group}` committed on `{topic}`: {e}"),
+        }
+    };
     got.elements()
         .iter()
         .map(|e| match e.offset() {
@@ -286,6 +297,21 @@ pub(crate) fn committed(group: &str, topic: &str) -> Vec<i64> {
             _ => -1,
         })
         .collect()
+}
+
+/// The group coordinator is moving or not loaded yet.
+fn coordinator_not_ready(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::NotCoordinator
+                | C::CoordinatorNotAvailable
+                | C::CoordinatorLoadInProgress
+                | C::RequestTimedOut
+                | C::OperationTimedOut
+        )
+    )
 }
 
 /// The end offset of each partition of `topic`.

@@ -100,8 +100,8 @@ impl<'a> Input<'a> {
 
 /// Runs `rounds` kill -9 rounds of sidejoin with `env` over the `input` records of `topics` as
 /// group `app` writing `out`, calling `between(round)` after each kill (e.g. to delete the
-/// state directory); then starts a last run and waits until every offset is consumed. Returns
-/// the last run.
+/// state directory); then starts a last run and waits until every offset is consumed and its
+/// row counts are published. Returns the last run.
 pub(crate) fn kill_rounds(
     env: &[(String, String)],
     app: &str,
@@ -173,6 +173,9 @@ pub(crate) fn kill_rounds(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The state's row counts are published just after the checkpoint that committed the last
+    // offsets: read a moment too early, they are the previous checkpoint's.
+    last.wait_metric_settled("sidejoin_state_rows", WAIT);
     last
 }
 

@@ -106,6 +106,35 @@ impl Sidejoin {
             .sum()
     }
 
+    /// The lines of metric `name` in `/metrics`.
+    fn metric_lines(&mut self, name: &str) -> Vec<String> {
+        let (_, body) = self.get("/metrics");
+        body.lines()
+            .filter(|l| l.starts_with(name))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Waits until metric `name` reads the same twice a second apart: gauges published just
+    /// after a checkpoint commits lag its committed offsets by a moment.
+    pub(crate) fn wait_metric_settled(&mut self, name: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut before = self.metric_lines(name);
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = self.metric_lines(name);
+            if now == before {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} still changing:\n{}",
+                self.logs()
+            );
+            before = now;
+        }
+    }
+
     pub(crate) fn records_in(&mut self) -> u64 {
         self.metric("sidejoin_records_in_total", "") as u64
     }
