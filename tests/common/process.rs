@@ -194,6 +194,12 @@ impl Drop for Sidejoin {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
+        // KEEP_TEST_LOGS=1 keeps every process's log (their paths are printed) for a post-mortem.
+        match std::env::var_os("KEEP_TEST_LOGS") {
+            Some(_) => println!("log kept: {}", self.log.display()),
+            None => {
+                let _ = std::fs::remove_file(&self.log);
+            }
+        }
     }
 }
