@@ -14,6 +14,13 @@
 //! `SIDEJOIN_MAX_TASK_IDLE` per record), so `serve` splits such a partition's queue again; a
 //! queue silent for `SILENT_MS` is split again too.
 //!
+//! **Invariant:** each partition's records reach the merge in offset order — the positions a
+//! checkpoint commits (and so exactly once) rely on it. Records left on the consumer's queue
+//! are older than any on the partition's queue after the new split, so that queue is not
+//! polled until the consumer's queue is drained (`Lane::strays`). (Polling it meanwhile took
+//! later records first: a checkpoint then committed a position past records not yet
+//! processed, and a kill lost them — or, moving the position back, applied records twice.)
+//!
 //! What it does not do: decide offsets or assignments (the owner assigns the consumer, then
 //! calls `assigned`), commit, or process records.
 
@@ -34,7 +41,8 @@ use crate::change::{Partition, Side};
 /// fetch wait, so a silent queue means the broker is unreachable or its records go elsewhere.
 const SILENT_MS: i64 = 10_000;
 
-/// Most records taken from the consumer's own queue per `serve`.
+/// Most records taken from the consumer's own queue per `serve` (a partition with records
+/// left there is not read from its own queue meanwhile: `Lane::strays`).
 const STRAY_DRAIN: usize = 4_096;
 
 /// Where one assigned partition's records go: a task's stream of the merge.
@@ -54,6 +62,10 @@ struct Lane<C: ConsumerContext + 'static> {
     heard_at: i64,
     /// It reported the end of the partition, and no record came since.
     at_end: bool,
+    /// Records of it came on the consumer's own queue, and more may wait there: its own queue
+    /// (holding later records) is not polled until that queue is drained, so that its records
+    /// reach the merge in offset order.
+    strays: bool,
 }
 
 /// What `serve` found on the consumer's own queue besides records.
@@ -96,6 +108,7 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
                 spec,
                 heard_at: now,
                 at_end: false,
+                strays: false,
             })
             .collect();
     }
@@ -109,6 +122,9 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
     pub(crate) fn fill(&mut self, merge: &mut Merge, now: i64) -> usize {
         let mut n = 0;
         for lane in &mut self.lanes {
+            if lane.strays {
+                continue;
+            }
             let (task, stream) = (lane.spec.task, lane.spec.stream);
             let mut polled = false;
             while merge.buffered(task, stream) < self.per_lane {
@@ -171,7 +187,7 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
                     drop(msg);
                     rec.task = lane.spec.task;
                     merge.push(lane.spec.task, lane.spec.stream, rec, now);
-                    (lane.heard_at, lane.at_end) = (now, false);
+                    (lane.heard_at, lane.at_end, lane.strays) = (now, false, true);
                     lane.queue = split(&self.consumer, &lane.spec);
                     tracing::debug!(
                         topic = lane.spec.topic,
@@ -192,7 +208,14 @@ impl<C: ConsumerContext + 'static> Lanes<C> {
                     wait = Duration::ZERO;
                 }
                 Some(Err(e)) => return Served::Error(e),
-                None => return Served::Idle,
+                None => {
+                    // Drained: every stray record is in the merge, before any later record of
+                    // its partition (those are on the partition's queue since the new split).
+                    for lane in &mut self.lanes {
+                        lane.strays = false;
+                    }
+                    return Served::Idle;
+                }
             }
         }
         Served::Idle
