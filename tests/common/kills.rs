@@ -161,7 +161,12 @@ pub(crate) fn kill_rounds(
         between(round);
         round += 1;
     }
-    let total = input.produced();
+    last_run(env, app, topics, input.produced())
+}
+
+/// Starts the last run and waits until all `total` input offsets are consumed and its row
+/// counts are published.
+fn last_run(env: &[(String, String)], app: &str, topics: &[&str], total: u64) -> Sidejoin {
     let mut last = Sidejoin::start("run", env);
     last.wait_ready(WAIT);
     let deadline = Instant::now() + WAIT;
