@@ -54,6 +54,8 @@ die() {
   log "error: $*"
   exit 1
 }
+# shellcheck source=lib/checksums.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/checksums.sh"
 
 fetch_complete() {
   [[ -f "$MARKER" && -s "${LIB_DIR}/flink-dist-${FLINK_VERSION}.jar" ]]
@@ -77,14 +79,16 @@ cmd_fetch() {
   command -v pip >/dev/null 2>&1 || pip_cmd=pip3
   rm -rf "$tmp" "$MARKER"
   mkdir -p "$tmp/wheel" "$tmp/lib"
-  "$pip_cmd" download --quiet --no-deps "apache-flink-libraries==${FLINK_VERSION}" -d "$tmp/wheel" >&2 ||
-    die "pip download apache-flink-libraries==${FLINK_VERSION} failed"
+  # Pinned by the sha256 PyPI publishes (scripts/flink/requirements.txt; FLINK_VERSION must match).
+  "$pip_cmd" download --quiet --no-deps --require-hashes --only-binary=:all: \
+    -r "${SRC_DIR}/requirements.txt" -d "$tmp/wheel" >&2 ||
+    die "pip download apache-flink-libraries==${FLINK_VERSION} failed (or its sha256 differs from scripts/flink/requirements.txt)"
   local wheel
   wheel="$(find "$tmp/wheel" -name 'apache_flink_libraries-*.whl' | head -1)"
   [[ -n "$wheel" ]] || die "no apache_flink_libraries wheel in ${tmp}/wheel"
   unzip -q -j -o "$wheel" 'pyflink/lib/*.jar' -d "$tmp/lib" || die "unzipping ${wheel} failed"
   rm -rf "$tmp/wheel"
-  mvn -B -q -Dstyle.color=never \
+  mvn -B -q -C -Dstyle.color=never \
     "org.apache.maven.plugins:maven-dependency-plugin:${DEPENDENCY_PLUGIN_VERSION}:copy" \
     -Dartifact="$KAFKA_CONNECTOR" -DoutputDirectory="$tmp/lib" 2>&1 |
     sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d' >&2
@@ -94,6 +98,7 @@ cmd_fetch() {
     "flink-table-api-java-uber-${FLINK_VERSION}.jar" "flink-sql-connector-kafka-5.0.0-2.2.jar"; do
     [[ -s "$tmp/lib/$jar" ]] || die "fetch incomplete: ${jar} missing in ${tmp}/lib"
   done
+  verify_maven_files "$tmp/lib/flink-sql-connector-kafka-5.0.0-2.2.jar"
   rm -rf "$LIB_DIR" "${VERSION_DIR}/classes"
   mv "$tmp/lib" "$LIB_DIR"
   rm -rf "$tmp"

@@ -86,12 +86,16 @@ readonly KAFKA_CACHE_ROOT="${LOCAL_KAFKA_HOME:-${HOME:-/tmp}/.cache/sidejoin-kaf
 readonly VERSION_DIR="${KAFKA_CACHE_ROOT}/${KAFKA_VERSION}"
 readonly LIBS_DIR="${VERSION_DIR}/libs"
 readonly FETCH_MARKER="${VERSION_DIR}/.fetch-complete"
+# Written once the jars were checked against Maven Central's published SHA-1s (lib/checksums.sh).
+readonly SUMS_MARKER="${VERSION_DIR}/.sums-verified"
 readonly START_TIMEOUT="${LOCAL_KAFKA_START_TIMEOUT:-90}"
 readonly STOP_TIMEOUT=20
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 # shellcheck source=lib/local-service.sh
 source "$(dirname "$SELF")/lib/local-service.sh"
+# shellcheck source=lib/checksums.sh
+source "$(dirname "$SELF")/lib/checksums.sh"
 readonly SELF
 # Configuration templates and the pom, beside this script.
 readonly FILES="$(dirname "$SELF")/kafka"
@@ -128,6 +132,7 @@ fetch_complete() {
 
 cmd_fetch() {
   if fetch_complete; then
+    verify_cache_once "$SUMS_MARKER" "$LIBS_DIR"/*.jar
     return 0
   fi
   command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (needed to fetch the Kafka jars)"
@@ -140,13 +145,14 @@ cmd_fetch() {
   fi
   if fetch_complete; then
     exec {lock_fd}>&-
+    verify_cache_once "$SUMS_MARKER" "$LIBS_DIR"/*.jar
     return 0
   fi
   log "fetching Kafka ${KAFKA_VERSION} jars into ${LIBS_DIR} (one-time)"
   local tmp_libs="${VERSION_DIR}/libs.partial"
-  rm -rf "$tmp_libs" "$FETCH_MARKER"
+  rm -rf "$tmp_libs" "$FETCH_MARKER" "$SUMS_MARKER"
   cp "${FILES}/pom.xml" "${VERSION_DIR}/pom.xml"
-  if ! mvn -B -q -Dstyle.color=never -f "${VERSION_DIR}/pom.xml" \
+  if ! mvn -B -q -C -Dstyle.color=never -f "${VERSION_DIR}/pom.xml" \
     -Dkafka.version="$KAFKA_VERSION" -Dlog4j.version="$LOG4J_VERSION" \
     -Ddependency.plugin.version="$DEPENDENCY_PLUGIN_VERSION" \
     "org.apache.maven.plugins:maven-dependency-plugin:${DEPENDENCY_PLUGIN_VERSION}:copy-dependencies" \
@@ -164,8 +170,10 @@ cmd_fetch() {
       die "fetch incomplete: ${jar} missing in ${tmp_libs}"
     fi
   done
+  verify_maven_files "$tmp_libs"/*.jar
   rm -rf "$LIBS_DIR" "${VERSION_DIR}/cds"
   mv "$tmp_libs" "$LIBS_DIR"
+  date -u +%Y-%m-%dT%H:%M:%SZ >"$SUMS_MARKER"
   date -u +%Y-%m-%dT%H:%M:%SZ >"$FETCH_MARKER"
   exec {lock_fd}>&-
   log "fetched $(find "$LIBS_DIR" -name '*.jar' | wc -l) jars"

@@ -61,6 +61,8 @@ readonly STOP_TIMEOUT=20
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 # shellcheck source=lib/local-service.sh
 source "$(dirname "$SELF")/lib/local-service.sh"
+# shellcheck source=lib/checksums.sh
+source "$(dirname "$SELF")/lib/checksums.sh"
 readonly SELF
 
 log() { printf 'registry.sh: %s\n' "$*" >&2; }
@@ -144,9 +146,18 @@ fetch_complete() {
   [[ -f "${dir}/.fetch-complete" && -f "${dir}/app/$(main_jar)" ]]
 }
 
+# The bundle as Maven keeps it (what an existing cache was unpacked from).
+bundle_in_maven_repo() {
+  printf '%s/io/apicurio/apicurio-registry-app/%s/apicurio-registry-app-%s-all.tar.gz\n' \
+    "$(maven_repo)" "$VERSION" "$VERSION"
+}
+
 cmd_fetch() {
   [[ -n "$VERSION" ]] || choose
-  fetch_complete && return 0
+  if fetch_complete; then
+    verify_cache_once "$(version_dir)/.sums-verified" "$(bundle_in_maven_repo)"
+    return 0
+  fi
   command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (needed to fetch Apicurio Registry)"
   local dir lock_fd
   dir="$(version_dir)"
@@ -155,18 +166,21 @@ cmd_fetch() {
   command -v flock >/dev/null 2>&1 && flock "$lock_fd"
   if fetch_complete; then
     exec {lock_fd}>&-
+    verify_cache_once "${dir}/.sums-verified" "$(bundle_in_maven_repo)"
     return 0
   fi
   log "fetching Apicurio Registry ${VERSION} into ${dir} (one-time, ~150 MB)"
   rm -rf "${dir}/download" "${dir}/app.partial"
   mkdir -p "${dir}/download" "${dir}/app.partial"
-  if ! mvn -B -q -Dstyle.color=never \
+  if ! mvn -B -q -C -Dstyle.color=never \
     "org.apache.maven.plugins:maven-dependency-plugin:${DEPENDENCY_PLUGIN_VERSION}:copy" \
     -Dartifact="io.apicurio:apicurio-registry-app:${VERSION}:tar.gz:all" \
     -DoutputDirectory="${dir}/download" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d' >&2; then
     exec {lock_fd}>&-
     die "mvn failed to fetch io.apicurio:apicurio-registry-app:${VERSION}:tar.gz:all"
   fi
+  verify_maven_files "${dir}/download/apicurio-registry-app-${VERSION}-all.tar.gz"
+  date -u +%Y-%m-%dT%H:%M:%SZ >"${dir}/.sums-verified"
   tar xzf "${dir}/download/apicurio-registry-app-${VERSION}-all.tar.gz" -C "${dir}/app.partial" ||
     die "could not unpack the registry bundle"
   # Some bundles have one top-level directory: flatten it.

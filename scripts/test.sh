@@ -18,5 +18,5 @@ trap 'rm -rf "$TEST_STATE_DIR"' EXIT
 # past their waits (RUST_TEST_THREADS=2 scripts/test.sh runs two at a time).
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 scripts/kafka.sh with-broker -- scripts/registry.sh with-registry -- \
-  cargo test --release --workspace --features sidejoin/broker-tests,sidejoin/registry-tests \
+  cargo test --release --workspace --features sidejoin/broker-tests,sidejoin/registry-tests,sidejoin/fault-hooks \
     --no-fail-fast "$@"

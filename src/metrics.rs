@@ -21,10 +21,12 @@ use crate::stats::{DropReason, Stats, UnmatchedReason};
 
 mod catalog;
 mod declare;
+mod progress;
 pub mod reference;
 mod worker;
 
 pub use catalog::Described;
+pub use progress::Step;
 pub use worker::WorkerMetrics;
 
 pub struct Metrics {
@@ -57,6 +59,9 @@ pub struct Metrics {
     transactions: IntCounterVec,
     ready: IntGauge,
     brokers_up: IntGauge,
+    watchdog_stalls: IntCounterVec,
+    /// Each worker's step and last progress; whether `/healthz` passes.
+    health: progress::Health,
     /// What each worker last reported, by worker index.
     workers: Mutex<Vec<WorkerSlot>>,
 }
@@ -258,6 +263,30 @@ impl Metrics {
     /// broker reachable.
     pub fn is_ready(&self) -> bool {
         self.slots().iter().all(WorkerSlot::ready)
+    }
+
+    /// Worker `w`'s step and how long ago it last reported progress.
+    pub fn progress(&self, w: usize) -> (Step, std::time::Duration) {
+        self.health.last(w)
+    }
+
+    /// How many workers report progress.
+    pub fn workers(&self) -> usize {
+        self.health.workers()
+    }
+
+    /// The watchdog found a worker stuck in `step`.
+    pub fn stalled(&self, step: Step) {
+        self.watchdog_stalls.with_label_values(&[step.name()]).inc();
+    }
+
+    /// Whether `/healthz` passes (no worker is stuck).
+    pub fn set_healthy(&self, healthy: bool) {
+        self.health.set_healthy(healthy);
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.health.is_healthy()
     }
 
     /// Every metric, as the metrics reference describes it, in registration order.

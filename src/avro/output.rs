@@ -241,7 +241,7 @@ fn register(
     let parsed = WriterSchema::parse(&text).map_err(|e| {
         AvroSetupError::Schema(format!("the output schema for {subject} {e}: {text}"))
     })?;
-    let id = retry(&format!("registering {subject}"), || {
+    let id = retry(&format!("registering {subject}"), None, || {
         registry.register(&subject, &text)
     })
     .map_err(|e| AvroSetupError::Schema(format!("registering {subject}: {e}")))?;

@@ -39,6 +39,8 @@ pub(crate) struct Registry {
     base: String,
     auth: Option<String>,
     agent: ureq::Agent,
+    /// How long a record's schema lookup is retried while unavailable (`SchemaCache`).
+    retry_budget: Duration,
 }
 
 impl std::fmt::Debug for Registry {
@@ -90,12 +92,18 @@ impl Registry {
             base: spec.url.trim_end_matches('/').to_owned(),
             auth,
             agent,
+            retry_budget: Duration::from_millis(spec.retry_timeout_ms.max(0) as u64),
         })
     }
 
     /// The base URL (no credentials in it: userinfo is refused by the configuration).
     pub(crate) fn url(&self) -> &str {
         &self.base
+    }
+
+    /// How long a record's schema lookup is retried while the registry is unavailable.
+    pub(crate) fn retry_budget(&self) -> Duration {
+        self.retry_budget
     }
 
     /// The schema text registered under `id`.
@@ -241,6 +249,7 @@ mod tests {
             password: Some("s3cret".into()),
             ca_location: None,
             timeout_ms: 1000,
+            retry_timeout_ms: 1000,
         })
         .unwrap();
         let d = format!("{r:?}");

@@ -1,8 +1,12 @@
 //! Writer schemas by id, fetched from the registry once and cached for the life of the process
 //! (a registered id never changes its schema). Unknown ids are remembered for a while so that a
 //! stream of records with forged ids does not turn into a stream of registry requests; an
-//! unreachable registry is retried with backoff, blocking the caller (the record must wait for
-//! its schema: dropping or dead-lettering it would lose a good record).
+//! unreachable registry (or a 5xx for one id) is retried with backoff, blocking the caller, for
+//! `SIDEJOIN_SCHEMA_REGISTRY_RETRY_TIMEOUT` at most: then the lookup fails and the record follows
+//! `SIDEJOIN_ON_ERROR` like any record whose schema cannot be had (dead-lettered by default,
+//! with the reason), and the id is answered from memory for `UNKNOWN_TTL`. Retrying forever
+//! would hang the processing thread unseen, deaf to SIGTERM; a bound keeps the worker moving
+//! and the failure visible.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,7 +76,8 @@ impl SchemaCache {
     }
 
     fn fetch(&self, id: u32) -> Result<Arc<WriterSchema>, SchemaUnavailable> {
-        let text = retry(&format!("fetching schema id {id}"), || {
+        let budget = Some(self.registry.retry_budget());
+        let text = retry(&format!("fetching schema id {id}"), budget, || {
             self.registry.schema_by_id(id)
         })
         .map_err(|e| {
@@ -91,15 +96,27 @@ impl SchemaCache {
 }
 
 /// Runs `request` until it succeeds or fails for a reason retrying will not change, waiting
-/// with exponential backoff (capped) and logging while the registry is unavailable.
+/// with exponential backoff (capped) and logging while the registry is unavailable; with a
+/// `budget`, gives up (the last error, saying so) once the next wait would end past it.
 pub(crate) fn retry<T>(
     what: &str,
+    budget: Option<Duration>,
     mut request: impl FnMut() -> Result<T, RegistryError>,
 ) -> Result<T, RegistryError> {
+    let started = Instant::now();
     let mut wait = BACKOFF_MIN;
     let mut attempts = 0u32;
     loop {
         match request() {
+            Err(RegistryError::Unavailable(e))
+                if budget.is_some_and(|b| started.elapsed() + wait > b) =>
+            {
+                let secs = started.elapsed().as_secs_f64();
+                tracing::warn!("{what}: {e}; giving up after {attempts} retries in {secs:.1} s (SIDEJOIN_SCHEMA_REGISTRY_RETRY_TIMEOUT)");
+                return Err(RegistryError::Unavailable(format!(
+                    "{e} (gave up after {attempts} retries in {secs:.1} s: SIDEJOIN_SCHEMA_REGISTRY_RETRY_TIMEOUT)"
+                )));
+            }
             Err(e) if e.is_retryable() => {
                 attempts += 1;
                 if attempts == 1 || attempts.is_power_of_two() {

@@ -241,6 +241,8 @@ impl Transactions {
                 }
                 Some(_) => {}
             }
+            // Each round: still stalled, and alive (the watchdog's progress).
+            (self.stall)(true);
             std::thread::sleep(RETRY);
         }
     }

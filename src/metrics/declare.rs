@@ -174,6 +174,13 @@ impl Metrics {
                     "Brokers the consumer is connected to (librdkafka state UP)",
                 ),
             ),
+            watchdog_stalls: counter_vec(
+                &r,
+                "sidejoin_watchdog_stalls_total",
+                "Workers found with no progress for SIDEJOIN_WATCHDOG_TIMEOUT, by the step they were in",
+                &["step"],
+            ),
+            health: super::progress::Health::new(workers),
             registry: r.registry,
             described: r.described.into_inner(),
             workers: Mutex::new(

@@ -37,6 +37,12 @@ impl WorkerMetrics {
         self.shared.set_brokers_up(self.index, up);
     }
 
+    /// This worker is in `step` and moving (the watchdog's input: `progress`).
+    #[inline]
+    pub fn step(&self, step: super::Step) {
+        self.shared.health.report(self.index, step);
+    }
+
     pub fn shared(&self) -> &Arc<Metrics> {
         &self.shared
     }

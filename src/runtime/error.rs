@@ -85,6 +85,18 @@ pub enum RunError {
     /// A state directory that cannot be used.
     #[error("SIDEJOIN_STATE_DIR: {0}")]
     StateDir(String),
+    /// A changelog topic was deleted, or deleted and created again, under this running
+    /// instance (`durable::identity`): its state no longer has a changelog.
+    #[error(
+        "changelog topic `{topic}` was replaced under this instance (topic ID {was}, now {now}): \
+         the state it mirrored is gone from Kafka; on restart the local state is discarded and \
+         restored from what the topic holds now"
+    )]
+    ChangelogReplaced {
+        topic: String,
+        was: String,
+        now: String,
+    },
     /// A changelog topic that cannot be restored from.
     #[error("restore: {0}")]
     Restore(String),

@@ -14,6 +14,7 @@ pub mod processor;
 mod router;
 mod startup;
 mod streams;
+mod watchdog;
 mod worker;
 mod workers;
 
@@ -57,6 +58,8 @@ pub async fn run(
     crate::http::serve(config.process.http_addr, metrics.clone(), http_stop.clone())
         .await
         .map_err(RunError::Http)?;
+    let bound = Duration::from_millis(config.process.watchdog_timeout_ms.max(0) as u64);
+    tokio::spawn(watchdog::watch(metrics.clone(), bound, http_stop.clone()));
     let timeout = Duration::from_millis(config.process.shutdown_timeout_ms.max(0) as u64);
     // Cancelled by `shutdown`, or by the first worker to fail.
     let stop = shutdown.child_token();

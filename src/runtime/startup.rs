@@ -10,12 +10,16 @@
 
 use tokio_util::sync::CancellationToken;
 
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
 use crate::config::{Config, OnViolation};
 use crate::engine::MemoryState;
+use crate::kafka::clients;
 use crate::kafka::topics::{self, TopicError};
 use crate::plan::{self, Plan, WorkerPlan};
 use crate::store::{RocksState, StoreOptions};
 
+use super::durable::identity::{self, Identity, Verdict};
 use super::probe;
 use super::processor::{JoinProcessor, PassthroughProcessor, Processor};
 use super::{RunError, RunMode, StartupError};
@@ -35,15 +39,52 @@ pub(super) struct Workers<S> {
 
 /// Every worker's state, opened before anything else: a state directory that cannot be used
 /// stops the start at once.
-fn open_stores(cfg: &Config, mode: RunMode) -> Result<Option<Vec<RocksState>>, RunError> {
+/// Each is paired with whether its directory held state before (`identity::holds_state`).
+fn open_stores(cfg: &Config, mode: RunMode) -> Result<Option<Vec<(RocksState, bool)>>, RunError> {
     if mode != RunMode::Join {
         return Ok(None);
     }
     let stores = (plan::worker_plans(cfg).iter())
-        .map(|w| RocksState::open(&w.state_dir, &store_options(w)))
+        .map(|w| {
+            let held = identity::holds_state(&w.state_dir);
+            RocksState::open(&w.state_dir, &store_options(w)).map(|s| (s, held))
+        })
         .collect::<Result<_, _>>()
         .map_err(|e| RunError::StateDir(e.to_string()))?;
     Ok(Some(stores))
+}
+
+/// Checks each worker's state directory against the state's current identity (`identity`):
+/// one that records another is emptied (its partitions are then restored from the changelog).
+fn identify(
+    cfg: &Config,
+    plan: &Plan,
+    stores: Vec<(RocksState, bool)>,
+) -> Result<Vec<RocksState>, RunError> {
+    let client: BaseConsumer = clients::admin(&cfg.kafka).create()?;
+    let Some(now) = Identity::current(client.client(), &cfg.kafka.application_id, plan)? else {
+        return Ok(stores.into_iter().map(|(s, _)| s).collect());
+    };
+    let mut kept = Vec::with_capacity(stores.len());
+    for (w, (store, held)) in plan.workers.iter().zip(stores) {
+        let dir = &w.state_dir;
+        let store = match identity::verdict(dir, &now, held) {
+            Verdict::Keep | Verdict::Record => store,
+            Verdict::Discard(why) => {
+                tracing::warn!(
+                    "state directory {}: {why}; discarding the local state (it is restored from the changelog)",
+                    dir.display()
+                );
+                drop(store);
+                identity::empty(dir)?;
+                RocksState::open(dir, &store_options(w))
+                    .map_err(|e| RunError::StateDir(e.to_string()))?
+            }
+        };
+        identity::record(dir, &now)?;
+        kept.push(store);
+    }
+    Ok(kept)
 }
 
 fn store_options(w: &WorkerPlan) -> StoreOptions {
@@ -71,6 +112,10 @@ pub(super) fn prepare(
     for topic in plan.internal_topics() {
         topics::ensure(&cfg.kafka, &facts, &topic).map_err(StartupError::from)?;
     }
+    let stores = match stores {
+        Some(stores) => Some(identify(cfg, &plan, stores)?),
+        None => None,
+    };
     let readings = plan.readings();
     let join = || Box::new(JoinProcessor::new(cfg, readings));
     let started = match (mode, stores) {

@@ -55,6 +55,26 @@ fn partition_count_mismatch_names_both_topics() {
     );
 }
 
+/// `check` and `run` agree: a configuration error is exit 2 for both (the README's promise), here
+/// inputs of 6 and 1 partitions without SIDEJOIN_BROADCAST or a HASH_BY.
+#[test]
+fn check_exits_2_for_a_configuration_error_as_run_does() {
+    let (left, right, out) = kafka::join_topics("mm-check", [6, 1, 1]);
+    let env = join_env(&kafka::unique("mm-check"), &left, &right, &out);
+    let checked = crate::common::bin::sidejoin("check", env.clone())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert_eq!(checked.status.code(), Some(2), "check: {stderr}");
+    let named = format!("left topic `{left}` has 6 partitions but right topic `{right}` has 1");
+    assert!(
+        stderr.contains(&named),
+        "check names the mismatch: {stderr}"
+    );
+    let mut sj = Sidejoin::start("run", &env);
+    assert_eq!(sj.wait(WAIT), 2, "run: {}", sj.logs());
+}
+
 #[test]
 fn a_changelog_topic_that_does_not_fit_is_a_named_error() {
     let (left, right, out) = kafka::join_topics("clt", [2, 2, 1]);

@@ -67,6 +67,12 @@ fn registry(p: &mut Problems, raw: &RawConfig) -> Option<RegistrySpec> {
         &raw.schema_registry_timeout,
         10_000,
     );
+    let retry_timeout_ms = duration(
+        p,
+        "SCHEMA_REGISTRY_RETRY_TIMEOUT",
+        &raw.schema_registry_retry_timeout,
+        15_000,
+    );
     let Some(url) = raw.schema_registry_url.as_deref().map(str::trim) else {
         refuse_without_url(p, raw);
         return None;
@@ -92,6 +98,7 @@ fn registry(p: &mut Problems, raw: &RawConfig) -> Option<RegistrySpec> {
         password: raw.schema_registry_password.clone(),
         ca_location: raw.schema_registry_ca_location.clone(),
         timeout_ms,
+        retry_timeout_ms,
     })
 }
 
@@ -109,6 +116,10 @@ fn refuse_without_url(p: &mut Problems, raw: &RawConfig) {
         (
             "SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION",
             &raw.schema_registry_ca_location,
+        ),
+        (
+            "SIDEJOIN_SCHEMA_REGISTRY_RETRY_TIMEOUT",
+            &raw.schema_registry_retry_timeout,
         ),
     ] {
         if v.is_some() {

@@ -38,6 +38,7 @@ pub(crate) fn process_spec(p: &mut Problems, raw: &RawConfig) -> ProcessSpec {
         })
         .unwrap_or(LogFormat::Text),
         shutdown_timeout_ms: duration(p, "SHUTDOWN_TIMEOUT", &raw.shutdown_timeout, 30_000),
+        watchdog_timeout_ms: duration(p, "WATCHDOG_TIMEOUT", &raw.watchdog_timeout, 30_000),
         workers: opt(p, &raw.workers, parse_workers).unwrap_or_else(default_workers),
         on_error: opt(p, &raw.on_error, |v| {
             parse_enum(

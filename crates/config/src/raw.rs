@@ -31,6 +31,7 @@ pub(crate) struct RawConfig {
     pub state_cache_mb: Option<String>,
     pub log_format: Option<String>,
     pub shutdown_timeout: Option<String>,
+    pub watchdog_timeout: Option<String>,
     pub workers: Option<String>,
     pub processing_guarantee: Option<String>,
     pub commit_interval: Option<String>,
@@ -41,6 +42,7 @@ pub(crate) struct RawConfig {
     pub schema_registry_password: Option<String>,
     pub schema_registry_ca_location: Option<String>,
     pub schema_registry_timeout: Option<String>,
+    pub schema_registry_retry_timeout: Option<String>,
     // Join
     pub join_type: Option<String>,
     pub left_key: Option<String>,

@@ -306,9 +306,14 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"per registry request"#,
     },
     Setting {
+        vars: &["SIDEJOIN_SCHEMA_REGISTRY_RETRY_TIMEOUT"],
+        default: r#"`15s`"#,
+        meaning: r#"how long a record's schema lookup is retried while the registry is unavailable (5xx, unreachable); then the record follows `SIDEJOIN_ON_ERROR` ([Avro](../operations/avro.md))"#,
+    },
+    Setting {
         vars: &["SIDEJOIN_HTTP_ADDR"],
         default: r#"`0.0.0.0:9464`"#,
-        meaning: r#"`/metrics`, `/healthz`, `/readyz`; port 0 picks a free port"#,
+        meaning: r#"`/metrics`, `/healthz`, `/readyz`; all interfaces by default, right in a pod ([Kubernetes](../operations/kubernetes.md#probes)); port 0 picks a free port"#,
     },
     Setting {
         vars: &["SIDEJOIN_STATE_DIR"],
@@ -339,6 +344,11 @@ pub const SETTINGS: &[Setting] = &[
         vars: &["SIDEJOIN_SHUTDOWN_TIMEOUT"],
         default: r#"`30s`"#,
         meaning: r#"how long SIGTERM may take"#,
+    },
+    Setting {
+        vars: &["SIDEJOIN_WATCHDOG_TIMEOUT"],
+        default: r#"`30s`"#,
+        meaning: r#"a worker that reports no progress for this long is logged with its step, counted and fails `/healthz` ([Kubernetes](../operations/kubernetes.md#probes)); `0` turns it off"#,
     },
     Setting {
         vars: &["SIDEJOIN_WORKERS"],

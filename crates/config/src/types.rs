@@ -334,6 +334,9 @@ pub struct RegistrySpec {
     pub ca_location: Option<String>,
     /// Per request, connect to last byte.
     pub timeout_ms: i64,
+    /// How long a schema lookup is retried while the registry is unavailable before the
+    /// record follows `SIDEJOIN_ON_ERROR` (`SIDEJOIN_SCHEMA_REGISTRY_RETRY_TIMEOUT`).
+    pub retry_timeout_ms: i64,
 }
 
 impl std::fmt::Debug for RegistrySpec {
@@ -344,6 +347,7 @@ impl std::fmt::Debug for RegistrySpec {
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("ca_location", &self.ca_location)
             .field("timeout_ms", &self.timeout_ms)
+            .field("retry_timeout_ms", &self.retry_timeout_ms)
             .finish()
     }
 }
@@ -360,6 +364,9 @@ pub struct ProcessSpec {
     pub state_cache_mb: usize,
     pub log_format: LogFormat,
     pub shutdown_timeout_ms: i64,
+    /// A worker that reports no progress for this long is stalled: logged, counted, and
+    /// `/healthz` fails (`SIDEJOIN_WATCHDOG_TIMEOUT`); 0 turns the watchdog off.
+    pub watchdog_timeout_ms: i64,
     /// Processing threads, each with its own consumer, engine and state (`SIDEJOIN_WORKERS`).
     pub workers: usize,
     pub on_error: OnError,

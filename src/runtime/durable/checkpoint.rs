@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use sidejoin_store::{Checkpoint, Checkpointed};
 
 use crate::config::Guarantee;
+use crate::metrics::Step;
 
 use super::super::output::Output;
 use super::super::processor::Processor;
@@ -48,6 +49,10 @@ impl<S: Checkpointed> Protocol<S> {
         consumer: &BaseConsumer<C>,
     ) -> Result<(), RunError> {
         let started = Instant::now();
+        self.check_identity(false, super::identity::DESCRIBE)?;
+        if self.fault == Fault::HoldCheckpoint {
+            hold();
+        }
         self.begin()?;
         let moved: FxHashMap<Stream, i64> = (self.positions.iter())
             .filter(|(k, o)| self.written.get(k) != Some(o))
@@ -82,7 +87,7 @@ impl<S: Checkpointed> Protocol<S> {
     ) -> Result<(Checkpoint, u64), RunError> {
         let now_offsets = self.offsets(moved);
         let state_offsets = match self.fault {
-            Fault::None => now_offsets,
+            Fault::None | Fault::HoldCheckpoint => now_offsets,
             Fault::OffsetsLate => std::mem::replace(&mut self.previous, now_offsets),
         };
         positions::write(&mut self.state, &state_offsets);
@@ -115,6 +120,9 @@ impl<S: Checkpointed> Protocol<S> {
                     return Err(RunError::Delivery(e));
                 }
                 output.poll(ACK_WAIT);
+                if stalled {
+                    self.metrics.step(Step::WaitingForKafka);
+                }
                 if !stalled && waiting.elapsed() > STALLED {
                     tracing::warn!("output not acknowledged for {STALLED:?}: not ready; waiting");
                     self.metrics.set_ready(false);
@@ -160,5 +168,12 @@ impl<S: Checkpointed> Protocol<S> {
             Ok(()) => Ok(()),
             Err(e) => Err(self.abort_on(e)),
         }
+    }
+}
+
+/// `Fault::HoldCheckpoint`: the worker stays in this step for good (the watchdog must see it).
+fn hold() {
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
     }
 }

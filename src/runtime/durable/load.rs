@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::change::{Partition, Side};
 use crate::engine::layout;
+use crate::metrics::Step;
 use crate::runtime::RunError;
 
 use super::positions::position_name;
@@ -82,6 +83,7 @@ impl<S: Checkpointed> Protocol<S> {
                 self.restorer.unassign()?;
                 return Err(RunError::StoppedRestoring);
             }
+            self.metrics.step(Step::Restoring);
             match self.restorer.poll(Duration::from_millis(100)) {
                 Some(Ok(msg)) => {
                     if load(&mut self.state, topic, &msg)? {

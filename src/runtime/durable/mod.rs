@@ -34,6 +34,7 @@
 //! (the worker).
 
 mod checkpoint;
+pub(super) mod identity;
 mod load;
 mod mirror;
 mod positions;
@@ -54,12 +55,16 @@ use super::RunError;
 
 pub(super) use positions::Offsets;
 
-/// A fault the kill tests inject to prove they catch it: the input offsets written into the
-/// state are those of the previous checkpoint (`SJ_TEST_FAULT=offsets_late`).
+/// A fault the tests inject to prove they catch it: the input offsets written into the state
+/// are those of the previous checkpoint (`SJ_TEST_FAULT=offsets_late`, the kill tests); the
+/// first checkpoint never ends (`hold_checkpoint`, the watchdog's test). Only builds with the
+/// `fault-hooks` feature make one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "fault-hooks"), allow(dead_code))]
 pub(super) enum Fault {
     None,
     OffsetsLate,
+    HoldCheckpoint,
 }
 
 /// The durable state of one worker's tasks and the protocol that keeps it (module doc).
@@ -86,6 +91,10 @@ pub(super) struct Protocol<S> {
     restorer: rdkafka::consumer::BaseConsumer<HelperContext>,
     /// Readiness while acknowledgements are awaited.
     metrics: WorkerMetrics,
+    /// The changelog topics and the IDs the state directory records (`identity`).
+    identity: Vec<(String, String)>,
+    /// When they were last checked against the cluster.
+    identity_checked: Option<std::time::Instant>,
 }
 
 /// What a protocol is made of.
@@ -97,6 +106,7 @@ pub(super) struct Parts<S> {
     pub inputs: Inputs,
     pub fault: Fault,
     pub restorer: rdkafka::consumer::BaseConsumer<HelperContext>,
+    pub identity: Vec<(String, String)>,
 }
 
 impl<S: Checkpointed> Protocol<S> {
@@ -114,6 +124,8 @@ impl<S: Checkpointed> Protocol<S> {
             previous: Offsets::new(),
             restorer: parts.restorer,
             metrics: metrics.clone(),
+            identity: parts.identity,
+            identity_checked: None,
         }
     }
 
@@ -178,7 +190,12 @@ impl<S: Checkpointed> Protocol<S> {
     }
 
     /// Aborts the open transaction because of `why`; the caller drops what is not persisted.
+    /// A changelog topic replaced under this instance fails every checkpoint: then that is
+    /// the error, named (`identity`), and nothing is retried.
     pub(super) fn abort(&mut self, why: String) -> RunError {
+        if let Err(replaced) = self.check_identity(true, identity::DESCRIBE_ON_ABORT) {
+            return replaced;
+        }
         if let Err(e) = self.txn.abort(&why) {
             return e.into();
         }

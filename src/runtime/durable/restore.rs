@@ -23,6 +23,7 @@ use sidejoin_store::Checkpointed;
 use tokio_util::sync::CancellationToken;
 
 use crate::change::{Partition, Side};
+use crate::metrics::Step;
 use crate::runtime::processor::Processor;
 use crate::runtime::streams::Stream;
 use crate::runtime::{RunError, StartupError};
@@ -61,6 +62,7 @@ impl<S: Checkpointed> Protocol<S> {
     ) -> Result<(Vec<Position>, Restored), RunError> {
         let started = Instant::now();
         let mut done = Restored::default();
+        self.check_identity(true, super::identity::DESCRIBE)?;
         if let Some(changelog) = self.changelog.clone() {
             let mut spans: [Vec<Span>; 2] = [Vec::new(), Vec::new()];
             for &p in tasks {
@@ -183,6 +185,7 @@ impl<S: Checkpointed> Protocol<S> {
                         self.metrics.set_ready(false);
                         logged = true;
                     }
+                    self.metrics.step(Step::WaitingForKafka);
                     std::thread::sleep(RETRY);
                 }
                 Err(_) if shutdown.is_cancelled() => return Err(RunError::StoppedRestoring),

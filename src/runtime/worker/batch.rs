@@ -8,6 +8,8 @@ use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::error::RDKafkaErrorCode;
 
+use crate::metrics::Step;
+
 use super::super::input::Served;
 use super::super::RunError;
 use super::{now_ms, Worker};
@@ -73,6 +75,9 @@ impl<S: Checkpointed> Worker<'_, S> {
         let (mut n, mut waited) = (0, false);
         while n < POLL_BATCH {
             if let Some((_, _, rec)) = self.merge.pop(now) {
+                if n % 64 == 0 {
+                    self.metrics.step(Step::Processing);
+                }
                 self.handle(&rec, now)?;
                 n += 1;
                 if n % 64 == 0 && started.elapsed() >= POLL_TIME {
@@ -104,6 +109,8 @@ impl<S: Checkpointed> Worker<'_, S> {
             if self.shutdown.is_cancelled() {
                 break Ok(());
             }
+            // Explicit idle when nothing comes: polling is progress.
+            self.metrics.step(Step::Polling);
             let wait = next_commit
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100));
@@ -114,10 +121,12 @@ impl<S: Checkpointed> Worker<'_, S> {
                 break Err(e);
             }
             self.output.poll(Duration::ZERO);
+            self.metrics.step(Step::Rebalancing);
             if let Err(e) = self.apply_assignments() {
                 break Err(e);
             }
             if Instant::now() >= next_commit {
+                self.metrics.step(Step::Checkpoint);
                 self.commit_or_reset()?;
                 next_commit = Instant::now() + interval;
             }

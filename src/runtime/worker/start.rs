@@ -15,13 +15,13 @@ use crate::kafka::clients;
 use crate::kafka::context::{BroadcastContext, HelperContext, JoinContext};
 use crate::kafka::deliveries::Deliveries;
 use crate::kafka::transactions::Transactions;
-use crate::metrics::WorkerMetrics;
+use crate::metrics::{Step, WorkerMetrics};
 use crate::plan::{Plan, WorkerPlan};
 use crate::sink::Records;
 use sidejoin_store::Checkpointed;
 
 use super::super::broadcast::Broadcast;
-use super::super::durable::{Fault, Parts, Protocol};
+use super::super::durable::{identity, Fault, Parts, Protocol};
 use super::super::input::{Lanes, Merge};
 use super::super::output::Output;
 use super::super::processor::Processor;
@@ -47,12 +47,20 @@ fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
     }
 }
 
-/// A test hook, outside the configuration: the kill tests show they catch this fault.
+/// A test hook, outside the configuration: the kill tests show they catch this fault. Read
+/// only in builds with the `fault-hooks` feature (the tests'); others ignore `SJ_TEST_FAULT`.
+#[cfg(feature = "fault-hooks")]
 fn fault() -> Fault {
     match std::env::var("SJ_TEST_FAULT").as_deref() {
         Ok("offsets_late") => Fault::OffsetsLate,
+        Ok("hold_checkpoint") => Fault::HoldCheckpoint,
         _ => Fault::None,
     }
+}
+
+#[cfg(not(feature = "fault-hooks"))]
+fn fault() -> Fault {
+    Fault::None
 }
 
 /// A worker's producers and the transactional id of the first.
@@ -98,14 +106,21 @@ fn producers(
 fn protocol<S: Checkpointed>(
     cfg: &Config,
     plan: &Plan,
+    me: &WorkerPlan,
     state: S,
     txn: Arc<BaseProducer<Deliveries>>,
     metrics: &WorkerMetrics,
     shutdown: &CancellationToken,
 ) -> Result<Protocol<S>, RunError> {
+    // Called with `true` on every retry round: a retried call is progress (`watchdog`).
     let stall = {
         let m = metrics.clone();
-        Arc::new(move |stalled: bool| m.set_ready(!stalled))
+        Arc::new(move |stalled: bool| {
+            if stalled {
+                m.step(Step::WaitingForKafka);
+            }
+            m.set_ready(!stalled)
+        })
     };
     let parts = Parts {
         state,
@@ -116,6 +131,7 @@ fn protocol<S: Checkpointed>(
         fault: fault(),
         restorer: clients::restore_consumer(&cfg.kafka)
             .create_with_context(HelperContext("restore consumer"))?,
+        identity: identity::recorded_changelogs(&me.state_dir),
     };
     let mut protocol = Protocol::new(parts, metrics);
     protocol.start()?;
@@ -166,7 +182,7 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
         inputs: Inputs::of(plan),
         assigned: HashSet::new(),
         owned: BTreeSet::new(),
-        protocol: protocol(cfg, plan, job.state, producers.txn, metrics, shutdown)?,
+        protocol: protocol(cfg, plan, me, job.state, producers.txn, metrics, shutdown)?,
         lanes: Lanes::new(consumer, PER_QUEUE),
         merge: Merge::new(2, cfg.kafka.max_task_idle_ms),
         out: Records::default(),
@@ -181,6 +197,7 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
     }
     worker.subscribe(plan, &producers.txn_id)?;
     let result = worker.run();
+    metrics.step(Step::Off);
     worker.consumer().context().close();
     worker.consumer().unsubscribe();
     result
@@ -225,5 +242,19 @@ impl<S> Worker<'_, S> {
             crate::kafka::describe_properties(&self.cfg.kafka)
         );
         Ok(())
+    }
+}
+
+#[cfg(all(test, not(feature = "fault-hooks")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_without_fault_hooks_ignores_sj_test_fault() {
+        std::env::set_var("SJ_TEST_FAULT", "offsets_late");
+        assert_eq!(fault(), Fault::None);
+        std::env::set_var("SJ_TEST_FAULT", "hold_checkpoint");
+        assert_eq!(fault(), Fault::None);
+        std::env::remove_var("SJ_TEST_FAULT");
     }
 }
