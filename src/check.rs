@@ -165,7 +165,7 @@ pub fn sql_variables(cfg: &Config) -> String {
     }
     out.push_str("equivalent variables (what the SQL means; set them instead of the SQL for the same join):\n");
     for (k, v) in &cfg.sql_settings {
-        if k.starts_with("SIDEJOIN_KAFKA_") {
+        if crate::config::is_secret_var(k) {
             // Kafka passthrough values may be secrets (SPEC §9: never logged).
             let _ = writeln!(
                 out,
