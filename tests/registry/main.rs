@@ -8,3 +8,4 @@ mod common;
 mod avro_e2e;
 mod avro_errors;
 mod avro_output;
+mod registry_security;
