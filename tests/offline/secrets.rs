@@ -1,6 +1,6 @@
 //! Secrets are never printed (issue 26), offline: `sidejoin check` of a configuration full of
 //! them (Kafka passthrough values from the environment and from the SQL, the registry password),
-//! the configuration's `{:?}`, the error for a SQL option sidejoin does not know
+//! the `{:?}` of the configuration and of the SQL's translation, the error for a SQL option sidejoin does not know
 //! (`'value.avro-confluent.basic-auth.user-info' = 'user:password'`) and for an owned property;
 //! and basic auth to an `http://` registry is warned about.
 
@@ -61,7 +61,11 @@ fn check_and_debug_show_no_secret_and_warn_of_basic_auth_over_http() {
         "{checked}"
     );
     let cfg = config::load(env, Mode::Check).unwrap();
-    let debug = format!("{cfg:?} {:?} {:?}", cfg.kafka, cfg.kafka.registry);
+    let translated = config::sql::translate(&sql("")).unwrap();
+    let debug = format!(
+        "{cfg:?} {:?} {:?} {translated:?}",
+        cfg.kafka, cfg.kafka.registry
+    );
     for name in [
         "ssl.key.pem",
         "sasl.oauthbearer.config",
