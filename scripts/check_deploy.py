@@ -7,6 +7,8 @@ which installs the tools; .ci/run runs it).
             (kubernetes-validate --strict), and the properties docs/src/operations/kubernetes.md promises asserted on the
             rendered objects: non-root, read-only root filesystem, no capabilities, seccomp,
             probes on /healthz and /readyz, one PVC per pod, secrets only through secretKeyRef,
+            each Secret the values name reaching its env var (secretKeyRef) or read-only CA mount
+            (sasl-secret.yaml uses all of them; its own self-test breaks each),
             terminationGracePeriodSeconds above SIDEJOIN_SHUTDOWN_TIMEOUT, monitors only when
             enabled and their CRD exists, selectors that select. A self-test breaks each property
             on a rendered StatefulSet and expects the assertions to notice.
@@ -40,7 +42,10 @@ CHART = ROOT / "helm" / "sidejoin"
 EXAMPLES = ROOT / "helm" / "examples"
 KUBE_VERSION = "1.37.0"
 MONITOR_APIS = ["monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PodMonitor"]
-SECRET_NAME = re.compile(r"(PASSWORD|SECRET|TOKEN)")
+# The environment variables whose values are secrets (librdkafka's passwords, private keys in
+# PEM, the OAUTHBEARER config, a JAAS config): the chart's values.schema.json refuses the same
+# names as plain values.
+SECRET_NAME = re.compile(r"(PASSWORD|SECRET|TOKEN|PASSPHRASE|KEY_PEM|PRIVATE_KEY|OAUTHBEARER_CONFIG|JAAS_CONFIG)")
 # Variables the chart renders only when set that other work is adding to sidejoin: a binary that
 # does not know them yet is checked without them.
 PENDING_OK = {"SIDEJOIN_WORKERS"}
@@ -221,6 +226,73 @@ def statefulset_problems(docs, values):
     return p
 
 
+def secret_layout_problems(docs, values):
+    """Each Secret the values name reaches sidejoin the way docs/src/operations/kubernetes.md
+    says: passwords as env from secretKeyRef (that Secret, that key), CA files as a read-only
+    mount of a secret volume of that Secret holding that key, at the path the env names."""
+    p = []
+    pod = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]
+    c = sidejoin_container(pod)
+    env = {e["name"]: e for e in c.get("env", []) if "name" in e}
+    kafka = values.get("kafka") or {}
+    registry = values.get("schemaRegistry") or {}
+    sasl = kafka.get("sasl") or {}
+    for var, ref in (
+        ("SIDEJOIN_KAFKA_SASL_PASSWORD", sasl.get("passwordSecret")),
+        ("SIDEJOIN_KAFKA_SASL_USERNAME", sasl.get("usernameSecret")),
+        ("SIDEJOIN_SCHEMA_REGISTRY_PASSWORD", registry.get("passwordSecret")),
+    ):
+        if not (ref or {}).get("name"):
+            continue
+        got = ((env.get(var) or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+        if (got.get("name"), got.get("key")) != (ref["name"], ref.get("key")):
+            p.append(f"{var} is not from secret {ref['name']}/{ref.get('key')} (got {got or env.get(var)})")
+    mounts = {m["mountPath"].rstrip("/"): m for m in c.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for var, ref in (
+        ("SIDEJOIN_KAFKA_SSL_CA_LOCATION", (kafka.get("tls") or {}).get("caSecret")),
+        ("SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION", registry.get("caSecret")),
+    ):
+        if not (ref or {}).get("name"):
+            continue
+        path = (env.get(var) or {}).get("value", "")
+        directory, _, file = path.rpartition("/")
+        m = mounts.get(directory)
+        secret = (volumes.get((m or {}).get("name")) or {}).get("secret") or {}
+        items = {i.get("key"): i.get("path") for i in secret.get("items", [])}
+        if not m or not m.get("readOnly") or secret.get("secretName") != ref["name"] or items.get(ref.get("key")) != file:
+            p.append(f"{var}={path!r} is not the read-only mount of key {ref.get('key')} of secret {ref['name']}")
+    return p
+
+
+def layout_self_test(docs, values):
+    """Breaks the secret layout of a rendered example that uses every Secret: the layout check
+    must notice each."""
+
+    def ctr(d):
+        return sidejoin_container(by_kind(d, "StatefulSet")[0]["spec"]["template"]["spec"])
+
+    def env(d, name):
+        return next(e for e in ctr(d)["env"] if e["name"] == name)
+
+    def volume(d, name):
+        pod = by_kind(d, "StatefulSet")[0]["spec"]["template"]["spec"]
+        return next(v for v in pod["volumes"] if v["name"] == name)
+
+    breakers = {
+        "SASL password from another key": lambda d: env(d, "SIDEJOIN_KAFKA_SASL_PASSWORD")["valueFrom"]["secretKeyRef"].update(key="other"),
+        "registry password inline": lambda d: env(d, "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD").update(value="x", valueFrom=None),
+        "Kafka CA from another Secret": lambda d: volume(d, "kafka-ca")["secret"].update(secretName="other"),
+        "registry CA mount writable": lambda d: next(m for m in ctr(d)["volumeMounts"] if m["name"] == "registry-ca").update(readOnly=False),
+    }
+    if secret_layout_problems(docs, values):
+        fail(f"secret layout: {secret_layout_problems(docs, values)}")
+    for name, breaker in breakers.items():
+        broken = json.loads(json.dumps(docs))
+        breaker(broken)
+        (ok if secret_layout_problems(broken, values) else fail)(f"self-test: {name} is {'caught' if secret_layout_problems(broken, values) else 'NOT caught'}")
+
+
 def monitor_problems(docs, values, crds):
     p = []
     metrics = values.get("metrics") or {}
@@ -283,6 +355,8 @@ def self_test(docs):
         "no readiness": lambda d: ctr(d).pop("readinessProbe"),
         "no PVC": lambda d: sts(d)["spec"].pop("volumeClaimTemplates"),
         "inline password": lambda d: ctr(d)["env"].append({"name": "SIDEJOIN_KAFKA_SASL_PASSWORD", "value": "x"}),
+        "inline private key": lambda d: ctr(d)["env"].append({"name": "SIDEJOIN_KAFKA_SSL_KEY_PEM", "value": "x"}),
+        "inline OAUTHBEARER config": lambda d: ctr(d)["env"].append({"name": "SIDEJOIN_KAFKA_SASL_OAUTHBEARER_CONFIG", "value": "x"}),
         "secret via envFrom": lambda d: ctr(d).setdefault("envFrom", []).append({"secretRef": {"name": "s"}}),
         "short grace": lambda d: pod(d).update(terminationGracePeriodSeconds=30),
         "OrderedReady": lambda d: sts(d)["spec"].update(podManagementPolicy="OrderedReady"),
@@ -323,7 +397,9 @@ def check_chart(helm, kubeval, invalid_only=False):
                 fail(f"kubernetes-validate {f.name}: {v.stdout}{v.stderr}")
             docs = docs_of(out.stdout)
             first_docs = first_docs or docs
-            problems = statefulset_problems(docs, vals) + monitor_problems(docs, vals, crds)
+            problems = statefulset_problems(docs, vals) + secret_layout_problems(docs, vals) + monitor_problems(docs, vals, crds)
+            if values.name == "sasl-secret.yaml" and not crds:
+                layout_self_test(docs, vals)
             if problems:
                 fail(f"{values.name} ({tag}): " + "; ".join(problems))
             else:

@@ -26,6 +26,13 @@
 #       Starting again in a DIR whose broker was stopped keeps its data and,
 #       when they are still free, its ports (a broker restart).
 #       On failure the tail of the logs goes to stderr and the exit code is 1.
+#       With LOCAL_KAFKA_SASL_SSL=1 the broker also has a SASL_SSL listener
+#       (SCRAM-SHA-512 over TLS) on a third port, beside the PLAINTEXT one: at the
+#       first start a CA and a broker certificate (127.0.0.1, localhost) are made
+#       with openssl into DIR/tls/, and the SCRAM user "sidejoin" with a random
+#       password is created when the storage is formatted. Written for clients:
+#       DIR/sasl/bootstrap ("127.0.0.1:PORT"), DIR/sasl/ca.pem (the CA to
+#       trust), DIR/sasl/username and DIR/sasl/password (mode 600).
 #
 #   scripts/kafka.sh stop DIR
 #       SIGTERM the broker of DIR, wait up to 20 s, then SIGKILL. Succeeds when
@@ -43,7 +50,9 @@
 #
 #   scripts/kafka.sh with-broker -- CMD [ARGS...]
 #       Start a broker in a fresh temp dir, export
-#       TEST_KAFKA_BOOTSTRAP=127.0.0.1:PORT and TEST_KAFKA_DIR=<dir>,
+#       TEST_KAFKA_BOOTSTRAP=127.0.0.1:PORT and TEST_KAFKA_DIR=<dir> (and, with
+#       LOCAL_KAFKA_SASL_SSL=1, TEST_KAFKA_SASL_BOOTSTRAP, TEST_KAFKA_SASL_CA,
+#       TEST_KAFKA_SASL_USERNAME and TEST_KAFKA_SASL_PASSWORD from DIR/sasl/),
 #       run CMD in the foreground, then always stop the broker and delete the
 #       dir (EXIT/INT/TERM trap) and exit with CMD's exit code. (Ctrl-C reaches
 #       CMD and this script alike; a TERM sent to this script alone is acted on
@@ -62,6 +71,7 @@
 #                                 <version>/cds so JVMs start ~2x faster; 0: off
 #   LOCAL_KAFKA_START_TIMEOUT  seconds to wait for readiness (default 90)
 #   LOCAL_KAFKA_ISOLATION      consume isolation level (default read_committed)
+#   LOCAL_KAFKA_SASL_SSL       1: add the SASL_SSL listener (see start; needs openssl)
 #   CARGO_TARGET_DIR           where kafka_tool is (default ~/.cache/sidejoin-target)
 #   JAVA_HOME                     JDK to use (else `java` on PATH)
 #
@@ -69,6 +79,8 @@
 #   - Linux only (uses /proc, setsid, flock); needs bash, mvn, java 17+ and
 #     python3 (port picking, cluster ids).
 #   - The broker listens on 127.0.0.1 only. Topics are never auto-created.
+#   - The SASL_SSL listener authenticates but does not authorise (no authorizer):
+#     it is there to prove the handshake, a wrong password, and TLS trust.
 #   - Test-friendly defaults: 8 MiB segments, cleaner backoff 1 s, 4 partitions
 #     for the internal offsets/transaction topics, no initial rebalance delay.
 #   - Several brokers (different DIRs) can run at once; each gets its own ports.
@@ -304,8 +316,8 @@ fill() {
 }
 
 write_configs() {
-  local dir="$1" port="$2" cport="$3"
-  shift 3
+  local dir="$1" port="$2" cport="$3" sport="$4"
+  shift 4
   local tmp="${dir}/server.properties.tmp"
   fill server.properties "$dir" "$port" "$cport" >"$tmp"
   if (($# > 0)); then
@@ -317,8 +329,65 @@ write_configs() {
     done
   fi
   mv "$tmp" "${dir}/server.properties"
+  [[ -z "$sport" ]] || sasl_listener "$dir" "$port" "$cport" "$sport" >>"${dir}/server.properties"
   fill log4j2.properties "$dir" "$port" "$cport" >"${dir}/log4j2.properties"
   cp "${FILES}/tools-log4j2.properties" "${FILES}/admin.properties" "$dir/"
+}
+
+# ---------------------------------------------------------------- SASL_SSL --
+# LOCAL_KAFKA_SASL_SSL=1: a SASL_SSL listener (SCRAM-SHA-512 over TLS) beside the PLAINTEXT one,
+# with a private CA. What it needs is made once per DIR: DIR/tls/ holds the CA and the broker's
+# key and certificate (a PKCS#12 keystore), DIR/sasl/ what a client needs.
+
+sasl_ssl_on() { [[ "${LOCAL_KAFKA_SASL_SSL:-0}" == 1 ]]; }
+
+# make_tls DIR: the CA, the broker certificate signed by it (for 127.0.0.1 and localhost) and
+# the SCRAM user's credentials, unless DIR has them already (a restart keeps them).
+make_tls() {
+  local dir="$1" tls="$1/tls" sasl="$1/sasl"
+  [[ -s "${tls}/broker.p12" && -s "${sasl}/password" ]] && return 0
+  rm -rf "$tls" "$sasl"
+  make_certs "$tls" "${dir}/kafka.log"
+  mkdir -p "$sasl"
+  chmod 700 "$sasl"
+  (
+    cd "$tls"
+    openssl rand -hex 16 >keystore.password
+    openssl pkcs12 -export -name broker -inkey server.key -in server.pem -certfile ca.pem \
+      -passout "file:keystore.password" -out broker.p12
+  ) >>"${dir}/kafka.log" 2>&1 || die "could not make the broker's keystore (see ${dir}/kafka.log)"
+  cp "${tls}/ca.pem" "${sasl}/ca.pem"
+  echo sidejoin >"${sasl}/username"
+  (umask 077 && openssl rand -hex 16 >"${sasl}/password")
+}
+
+# sasl_listener DIR PORT CONTROLLER_PORT SASL_PORT: the server.properties lines that add the
+# listener (appended after the template's, so they win).
+sasl_listener() {
+  local dir="$1" port="$2" cport="$3" sport="$4" pass
+  pass="$(<"${dir}/tls/keystore.password")"
+  cat <<EOF
+
+# LOCAL_KAFKA_SASL_SSL=1: a SASL_SSL listener (SCRAM-SHA-512, the CA of ${dir}/tls).
+listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${cport},SASL_SSL://127.0.0.1:${sport}
+advertised.listeners=PLAINTEXT://127.0.0.1:${port},SASL_SSL://127.0.0.1:${sport}
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+listener.name.sasl_ssl.ssl.keystore.location=${dir}/tls/broker.p12
+listener.name.sasl_ssl.ssl.keystore.password=${pass}
+listener.name.sasl_ssl.ssl.key.password=${pass}
+EOF
+}
+
+# scram_args DIR: the StorageTool arguments that create the SCRAM user at format time.
+SCRAM_ARGS=()
+scram_args() {
+  SCRAM_ARGS=()
+  sasl_ssl_on || return 0
+  SCRAM_ARGS=(--add-scram
+    "SCRAM-SHA-512=[name=$(<"$1/sasl/username"),password=$(<"$1/sasl/password")]")
 }
 
 # ---------------------------------------------------------------- start -----
@@ -423,31 +492,44 @@ cmd_start() {
   if pid="$(running_pid "$dir")"; then
     die "a broker (pid ${pid}) is already running in ${dir}; stop it first"
   fi
-  rm -f "${dir}/bootstrap" "${dir}/kafka.pid"
+  rm -f "${dir}/bootstrap" "${dir}/kafka.pid" "${dir}/sasl/bootstrap"
   mkdir -p "${dir}/logs"
+  if sasl_ssl_on; then
+    make_tls "$dir"
+  fi
 
-  local attempt port cport ports rc
+  local attempt port cport sport ports rc
   for attempt in 1 2 3; do
     ports=""
     # Restart of a stopped broker: keep its address if still free.
     if [[ "$attempt" == 1 && -s "${dir}/ports" && -f "${dir}/data/meta.properties" ]]; then
-      read -r port cport <"${dir}/ports" || true
-      if [[ -n "${port:-}" && -n "${cport:-}" ]] && port_free "$port" && port_free "$cport"; then
-        ports="${port} ${cport}"
+      read -r port cport sport <"${dir}/ports" || true
+      if [[ -n "${port:-}" && -n "${cport:-}" ]] && port_free "$port" && port_free "$cport" &&
+        { ! sasl_ssl_on || { [[ -n "${sport:-}" ]] && port_free "$sport"; }; }; then
+        ports="${port} ${cport} ${sport:-}"
       fi
     fi
-    [[ -n "$ports" ]] || ports="$(pick_ports)"
-    read -r port cport <<<"$ports"
-    echo "$ports" >"${dir}/ports"
+    if [[ -z "$ports" ]]; then
+      ports="$(pick_ports)"
+      # The SASL_SSL listener's port: another pair's first (a clash is retried like any).
+      if sasl_ssl_on; then
+        read -r sport _ <<<"$(pick_ports)"
+        ports="${ports} ${sport}"
+      fi
+    fi
+    read -r port cport sport <<<"$ports"
+    sasl_ssl_on || sport=""
+    echo "$port $cport $sport" >"${dir}/ports"
 
-    write_configs "$dir" "$port" "$cport" "$@"
+    write_configs "$dir" "$port" "$cport" "$sport" "$@"
 
     if [[ ! -f "${dir}/data/meta.properties" ]]; then
       local cluster_id
       cluster_id="$(new_cluster_id)"
       echo "$cluster_id" >"${dir}/cluster.id"
+      scram_args "$dir"
       if ! run_tool "$dir" kafka.tools.StorageTool format \
-        -t "$cluster_id" -c "${dir}/server.properties" >>"${dir}/kafka.log" 2>&1; then
+        -t "$cluster_id" -c "${dir}/server.properties" "${SCRAM_ARGS[@]}" >>"${dir}/kafka.log" 2>&1; then
         print_failure_logs "$dir"
         die "formatting the storage in ${dir}/data failed"
       fi
@@ -464,6 +546,7 @@ cmd_start() {
     wait_ready "$dir" "$port" "$klog_off" "$slog_off" || rc=$?
     if ((rc == 0)); then
       echo "127.0.0.1:${port}" >"${dir}/bootstrap"
+      [[ -z "$sport" ]] || echo "127.0.0.1:${sport}" >"${dir}/sasl/bootstrap"
       echo "127.0.0.1:${port}"
       return 0
     fi
@@ -544,6 +627,14 @@ cmd_tool() {
 }
 
 # ---------------------------------------------------------------- with-broker
+
+# with_service's hook: the SASL_SSL listener's address, CA and credentials, when it has one.
+service_exports() {
+  local sasl="$1/sasl"
+  [[ -s "${sasl}/bootstrap" ]] || return 0
+  export TEST_KAFKA_SASL_BOOTSTRAP="$(<"${sasl}/bootstrap")" TEST_KAFKA_SASL_CA="${sasl}/ca.pem" \
+    TEST_KAFKA_SASL_USERNAME="$(<"${sasl}/username")" TEST_KAFKA_SASL_PASSWORD="$(<"${sasl}/password")"
+}
 
 cmd_with_broker() {
   with_service sidejoin-kafka TEST_KAFKA_BOOTSTRAP TEST_KAFKA_DIR broker "$@"

@@ -27,11 +27,16 @@
 #       "http://127.0.0.1:PORT/apis/ccompat/v7" to DIR/url and print it.
 #       Starting again in DIR reuses its ports when free (the data, in
 #       memory, is gone: that is a registry restart, as the tests want).
+#       With LOCAL_REGISTRY_TLS=1 it is also served over https with basic auth
+#       by scripts/registry-tls.sh (nginx) in DIR/tls: DIR/tls/url, ca.pem,
+#       username and password.
 #   scripts/registry.sh stop DIR
 #       SIGTERM, wait up to 20 s, then SIGKILL. Succeeds when not running.
 #   scripts/registry.sh with-registry -- CMD [ARGS...]
 #       Start one in a fresh temp dir, export TEST_REGISTRY_URL (the ccompat
-#       base URL) and TEST_REGISTRY_DIR, run CMD, always stop it and delete the
+#       base URL) and TEST_REGISTRY_DIR (with LOCAL_REGISTRY_TLS=1 also
+#       TEST_REGISTRY_TLS_URL, _CA, _USERNAME and _PASSWORD, the https
+#       endpoint), run CMD, always stop it and delete the
 #       dir, exit with CMD's code. Composes with kafka.sh with-broker:
 #       scripts/kafka.sh with-broker -- scripts/registry.sh with-registry -- cargo test
 #
@@ -41,6 +46,7 @@
 #   LOCAL_REGISTRY_HEAP_OPTS      JVM heap flags (default "-Xms64m -Xmx384m")
 #   LOCAL_REGISTRY_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   REGISTRY_JAVA_HOME            the JDK to run it with (then the only one considered)
+#   LOCAL_REGISTRY_TLS            1: also serve it over https with basic auth (nginx)
 #
 # NOTES
 #   - Linux only; needs bash, mvn, tar, curl, python3 (port picking) and Java 17+.
@@ -262,6 +268,12 @@ cmd_start() {
       curl -fsS -o /dev/null "http://127.0.0.1:${port}/health/ready" 2>/dev/null; } &&
       curl -fsS -o /dev/null "${url}/subjects" 2>/dev/null; then
       echo "$url" >"${dir}/url"
+      if [[ "${LOCAL_REGISTRY_TLS:-0}" == 1 ]]; then
+        "$(dirname "$SELF")/registry-tls.sh" start "${dir}/tls" "$url" >/dev/null || {
+          cmd_stop "$dir" || true
+          die "could not put TLS and basic auth in front of the registry"
+        }
+      fi
       echo "$url"
       return 0
     fi
@@ -279,6 +291,7 @@ cmd_stop() {
   [[ -d "$1" ]] || return 0
   local dir pid i
   dir="$(abs_dir "$1")"
+  "$(dirname "$SELF")/registry-tls.sh" stop "${dir}/tls"
   pid="$(running_pid "$dir")" || {
     rm -f "${dir}/registry.pid"
     return 0
@@ -297,6 +310,14 @@ cmd_stop() {
 }
 
 # ---------------------------------------------------------------- with-registry
+
+# with_service's hook: the https endpoint, its CA and credentials, when there is one.
+service_exports() {
+  local tls="$1/tls"
+  [[ -s "${tls}/url" ]] || return 0
+  export TEST_REGISTRY_TLS_URL="$(<"${tls}/url")" TEST_REGISTRY_TLS_CA="${tls}/ca.pem" \
+    TEST_REGISTRY_TLS_USERNAME="$(<"${tls}/username")" TEST_REGISTRY_TLS_PASSWORD="$(<"${tls}/password")"
+}
 
 cmd_with_registry() {
   with_service sidejoin-registry TEST_REGISTRY_URL TEST_REGISTRY_DIR registry "$@"

@@ -12,7 +12,8 @@
 #                  (librdkafka's configure), ca-certificates (cargo's downloads)
 #   demo           as build, + Java 17+ (openjdk-17-jre-headless), maven (Kafka's jars), python3 (free
 #                  ports, cluster ids), curl (metrics, readiness)
-#   test           as demo, + procps (the tests signal processes with kill)
+#   test           as demo, + procps (the tests signal processes with kill), openssl (the test
+#                  CAs) and nginx (TLS and basic auth in front of the test registry)
 #   ci             as test, + python3-venv (the deployment checks' tools); Go 1.24+ is checked,
 #                  not installed (Debian 12's is too old: /usr/local/go, go.dev/dl)
 #
@@ -39,7 +40,7 @@ done
 packages=()
 ((want_build)) && packages+=(build-essential pkg-config libclang-dev libssl-dev zlib1g-dev perl ca-certificates)
 ((want_run)) && packages+=(maven python3 curl)
-((want_test)) && packages+=(procps)
+((want_test)) && packages+=(procps openssl nginx)
 ((want_ci)) && packages+=(python3-venv)
 
 # java_major: the major version of `java` on PATH (JAVA_HOME's first), 0 when there is none.

@@ -17,6 +17,9 @@ trap 'rm -rf "$TEST_STATE_DIR"' EXIT
 # processes each beside the broker, and two such tests side by side on a 2-core machine stalled
 # past their waits (RUST_TEST_THREADS=2 scripts/test.sh runs two at a time).
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
+# The secure endpoints beside the plain ones (issue 26): the broker's SASL_SSL listener
+# (TEST_KAFKA_SASL_*) and the registry over https with basic auth (TEST_REGISTRY_TLS_*).
+export LOCAL_KAFKA_SASL_SSL=1 LOCAL_REGISTRY_TLS=1
 scripts/kafka.sh with-broker -- scripts/registry.sh with-registry -- \
   cargo test --release --workspace --features sidejoin/broker-tests,sidejoin/registry-tests,sidejoin/fault-hooks \
     --no-fail-fast "$@"

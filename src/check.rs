@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::change::Side;
 use crate::config::{Config, OutputMode};
-use crate::kafka::topics;
+use crate::kafka::{reach, topics};
 
 fn side_plan(cfg: &Config, side: Side) -> String {
     let s = cfg.join.side(side);
@@ -165,7 +165,7 @@ pub fn sql_variables(cfg: &Config) -> String {
     }
     out.push_str("equivalent variables (what the SQL means; set them instead of the SQL for the same join):\n");
     for (k, v) in &cfg.sql_settings {
-        if k.starts_with("SIDEJOIN_KAFKA_") {
+        if crate::config::is_secret_var(k) {
             // Kafka passthrough values may be secrets (SPEC §9: never logged).
             let _ = writeln!(
                 out,
@@ -181,9 +181,13 @@ pub fn sql_variables(cfg: &Config) -> String {
 /// Derives the plan against the brokers once (`Err` names what is wrong, with the exit code
 /// `run` would give it): the topology line, then the plan.
 pub fn check_brokers(cfg: &Config) -> Result<String, (String, u8)> {
-    let md = topics::metadata(&cfg.kafka).map_err(|e| {
+    let md = reach::metadata(&cfg.kafka).map_err(|(e, refusal)| {
         let brokers = cfg.kafka.bootstrap_servers.as_deref().unwrap_or_default();
-        (format!("Kafka at {brokers} is unreachable: {e}"), 1)
+        match refusal {
+            // Credentials or trust are the configuration's to fix, as in `run`.
+            Some(r) => (r.describe(brokers), 2),
+            None => (format!("Kafka at {brokers} is unreachable: {e}"), 1),
+        }
     })?;
     let plan =
         crate::plan::derive(cfg, &topics::facts(&md), true).map_err(|e| (e.to_string(), 2))?;

@@ -45,8 +45,28 @@ except OSError:
 ' "$1"
 }
 
+# make_certs DIR LOG: a private CA (DIR/ca.pem, DIR/ca.key) and a server certificate it signed
+# for 127.0.0.1 and localhost (DIR/server.pem, DIR/server.key, unencrypted), valid 30 days; the
+# openssl output goes to LOG.
+make_certs() {
+  local dir="$1" log="$2"
+  command -v openssl >/dev/null 2>&1 || die "openssl not found (needed for the test CA)"
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  (
+    cd "$dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=sidejoin test CA" \
+      -keyout ca.key -out ca.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 \
+      -extfile server.ext -out server.pem
+  ) >>"$log" 2>&1 || die "could not make the test CA and server certificate (see ${log})"
+}
+
 # with_service TEMP_PREFIX ADDRESS_VAR DIR_VAR WHAT [--] CMD...: starts a fresh instance in a
-# temp directory, exports its address as ADDRESS_VAR and the directory as DIR_VAR, runs CMD, and
+# temp directory, exports its address as ADDRESS_VAR and the directory as DIR_VAR (and whatever
+# the sourcing script's `service_exports DIR` exports, when it defines one), runs CMD, and
 # always stops the instance and removes the directory; exits with CMD's status.
 with_service() {
   local prefix="$1" address_var="$2" dir_var="$3" what="$4"
@@ -62,6 +82,9 @@ with_service() {
   local address
   address="$("$SELF" start "$tmp")" || exit 1
   export "${address_var}=${address}" "${dir_var}=${tmp}"
+  if declare -F service_exports >/dev/null; then
+    service_exports "$tmp"
+  fi
   log "${what} ${address} up (dir ${tmp}); running: $*"
   local rc=0
   "$@" || rc=$?

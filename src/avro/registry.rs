@@ -187,9 +187,15 @@ impl Registry {
                 RegistryError::Refused(format!("{method} {url}: the answer is not JSON"))
             }),
             404 => Err(RegistryError::NotFound(message())),
+            // The body of a proxy's refusal is a page of HTML: only a JSON message is kept.
             401 | 403 => Err(RegistryError::Refused(format!(
-                "{method} {url}: HTTP {status} (check SIDEJOIN_SCHEMA_REGISTRY_USERNAME/_PASSWORD): {}",
-                message()
+                "{method} {url}: HTTP {status}: the registry refused the credentials (check \
+                 SIDEJOIN_SCHEMA_REGISTRY_USERNAME and SIDEJOIN_SCHEMA_REGISTRY_PASSWORD){}",
+                json.as_ref()
+                    .and_then(|j| j.get("message"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
             ))),
             500..=599 => Err(RegistryError::Unavailable(format!(
                 "{method} {url}: HTTP {status}: {}",

@@ -6,11 +6,10 @@
 //!
 //! What it does not do: decide which topics exist or how many partitions they need (the plan).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::metadata::Metadata;
 use rdkafka::types::RDKafkaErrorCode;
@@ -20,7 +19,7 @@ use crate::backoff::Backoff;
 use crate::config::KafkaSpec;
 use crate::plan::{Facts, InternalTopic, TopicKind};
 
-use super::clients;
+use super::{clients, reach};
 
 /// Why a topic could not be made fit for the plan.
 #[derive(Debug, thiserror::Error)]
@@ -40,20 +39,17 @@ pub enum TopicError {
     /// A passthrough property librdkafka does not accept (value redacted).
     #[error("{0}")]
     ClientConfig(String),
+    /// The brokers refused sidejoin's credentials or certificate for `reach::REFUSED_FOR`.
+    #[error("{0}")]
+    Refused(String),
     #[error("stopped while waiting for Kafka")]
     Cancelled,
 }
 
-const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Fetches cluster metadata once.
-pub(crate) fn metadata(kafka: &KafkaSpec) -> Result<Metadata, KafkaError> {
-    let client: BaseConsumer = clients::admin(kafka).create()?;
-    client.fetch_metadata(None, METADATA_TIMEOUT)
-}
-
 /// Fetches metadata, retrying with backoff (1 s doubling to 30 s) until the brokers answer or
-/// `shutdown` is cancelled; the instance stays not ready meanwhile.
+/// `shutdown` is cancelled; the instance stays not ready meanwhile. Brokers that refuse the
+/// credentials or the TLS handshake are named as such and, after `reach::REFUSED_FOR` of
+/// nothing else, stop the start (`reach` says why).
 pub(crate) fn wait_for_brokers(
     kafka: &KafkaSpec,
     shutdown: &CancellationToken,
@@ -61,21 +57,40 @@ pub(crate) fn wait_for_brokers(
     let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
     let brokers = kafka.bootstrap_servers.as_deref().unwrap_or_default();
     tracing::info!("connecting to Kafka at {brokers}");
+    let mut refused_since = None;
     loop {
-        match metadata(kafka) {
+        match reach::metadata(kafka) {
             Ok(m) if !m.brokers().is_empty() => return Ok(m),
             // A refused property is not a connection problem: retrying cannot help.
-            Err(e @ KafkaError::ClientConfig(..)) => {
+            Err((e @ KafkaError::ClientConfig(..), _)) => {
                 return Err(TopicError::ClientConfig(super::redact(&e)))
             }
             Ok(_) => tracing::warn!(
                 "Kafka at {brokers} answered without brokers; retrying in {:?}",
                 backoff.next()
             ),
-            Err(e) => tracing::warn!(
-                "Kafka at {brokers} is unreachable ({e}); not ready; retrying in {:?}",
-                backoff.next()
-            ),
+            Err((_, Some(refusal))) => {
+                let since = *refused_since.get_or_insert_with(Instant::now);
+                let why = refusal.describe(brokers);
+                if since.elapsed() >= reach::REFUSED_FOR {
+                    return Err(TopicError::Refused(format!(
+                        "{why}; refused for {:?}, giving up: retrying cannot fix credentials",
+                        reach::REFUSED_FOR
+                    )));
+                }
+                tracing::error!(
+                    "{why}; not ready; retrying in {:?}, giving up (exit 2) once refused for {:?}",
+                    backoff.next(),
+                    reach::REFUSED_FOR
+                );
+            }
+            Err((e, None)) => {
+                refused_since = None;
+                tracing::warn!(
+                    "Kafka at {brokers} is unreachable ({e}); not ready; retrying in {:?}",
+                    backoff.next()
+                );
+            }
         }
         if !backoff.wait(shutdown) {
             return Err(TopicError::Cancelled);

@@ -24,7 +24,8 @@ pub enum StartupError {
     /// `SIDEJOIN_ON_COPARTITION_VIOLATION=fail`).
     #[error("{0}")]
     Copartitioning(String),
-    /// The schema registry refused sidejoin (credentials, a bad CA file, …).
+    /// The schema registry refused sidejoin (credentials, a bad CA file, …): the configuration's
+    /// to fix (exit 2); an unreachable registry is waited for instead.
     #[error("schema registry: {0}")]
     Registry(#[from] crate::avro::AvroSetupError),
     #[error("Kafka: {}", crate::kafka::redact(.0))]
@@ -35,8 +36,13 @@ impl StartupError {
     /// 2 for what the configuration or the topics must change, 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            StartupError::Plan(_) | StartupError::Refused(_) | StartupError::Copartitioning(_) => 2,
-            StartupError::Topic(TopicError::Unfit(_) | TopicError::ClientConfig(_)) => 2,
+            StartupError::Plan(_)
+            | StartupError::Refused(_)
+            | StartupError::Copartitioning(_)
+            | StartupError::Registry(_) => 2,
+            StartupError::Topic(
+                TopicError::Unfit(_) | TopicError::ClientConfig(_) | TopicError::Refused(_),
+            ) => 2,
             _ => 1,
         }
     }

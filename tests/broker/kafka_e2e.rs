@@ -32,11 +32,20 @@ fn topics(name: &str, partitions: i32) -> Topics {
 /// Produces a fixture's records one at a time through a running sidejoin and compares the
 /// output topic with replay.
 fn seed_end_to_end(fixture: &str) {
+    seed_end_to_end_with(fixture, &[]);
+}
+
+/// `seed_end_to_end` with `extra` variables for sidejoin (after the fixture's: they win), e.g.
+/// another listener of the broker and its credentials; returns the process, still running.
+pub(crate) fn seed_end_to_end_with(fixture: &str, extra: &[(String, String)]) -> Sidejoin {
     let f = fixtures::load(&fixtures::fixtures_dir().join(fixture));
     let t = topics(fixture, 1);
     let env = kafka::with(
-        kafka::base_env(&t.app, &t.left, &t.right, &t.output),
-        &f.env,
+        kafka::with(
+            kafka::base_env(&t.app, &t.left, &t.right, &t.output),
+            &f.env,
+        ),
+        extra,
     );
     let mut sj = Sidejoin::start("run", &env);
     sj.wait_ready(WAIT);
@@ -49,6 +58,7 @@ fn seed_end_to_end(fixture: &str) {
     );
     // Nothing more than replay's records arrives.
     upsert::assert_no_more_than(&t.output, want.len(), fixture);
+    sj
 }
 
 /// The records of a fixture's `input` lines for `t`'s topics, each with its replay line.

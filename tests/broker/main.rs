@@ -17,6 +17,7 @@ mod kafka_instances;
 mod kafka_many_matches;
 mod kafka_repartition;
 mod kafka_repartition_kills;
+mod kafka_security;
 mod kafka_shutdown;
 mod kafka_sql;
 mod kafka_startup;

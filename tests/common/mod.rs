@@ -15,4 +15,5 @@ pub(crate) mod props;
 pub(crate) mod props_cases;
 pub(crate) mod reference;
 pub(crate) mod rocks;
+pub(crate) mod secure;
 pub(crate) mod upsert;

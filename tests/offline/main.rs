@@ -12,5 +12,6 @@ mod golden;
 mod interval;
 mod interval_csv_registry_errors;
 mod rocksdb_state;
+mod secrets;
 mod sql_check;
 mod sql_errors;

@@ -99,7 +99,8 @@ fn an_unknown_dynamic_table_option() {
     refused(
         "SELECT a.v FROM a JOIN /*+ OPTIONS('foo'='1') */ b ON a.id = b.id",
         36,
-        "'foo' = '1'",
+        // Quoted without its value: an option sidejoin does not know may hold a secret.
+        "'foo' = '…'",
         "unsupported option for a source table",
     );
 }

@@ -69,13 +69,13 @@ pub(crate) fn dbz(before: Value, after: Value, op: &str) -> Value {
 /// records as JSON.
 #[test]
 fn debezium_avro_cdc_in_avro_out_matches_replay_across_schema_versions() {
-    cdc_scenario(true);
+    cdc_scenario_with(true, &[]);
 }
 
 /// The same with JSON output.
 #[test]
 fn debezium_avro_cdc_matches_replay_across_schema_versions() {
-    cdc_scenario(false);
+    cdc_scenario_with(false, &[]);
 }
 
 /// An output record's key or value decoded by apache-avro with the schema its id names in the
@@ -107,14 +107,15 @@ pub(crate) fn latest_id(subject: &str) -> u32 {
     v["id"].as_u64().unwrap() as u32
 }
 
-fn cdc_scenario(avro_output: bool) {
+/// The CDC scenario, `extra` variables winning over its own; returns the process, still running.
+pub(crate) fn cdc_scenario_with(avro_output: bool, extra: &[(String, String)]) -> Sidejoin {
     let (left, right, output) = kafka::join_topics("avro-cdc", [1, 1, 1]);
     let app = kafka::unique("avro-cdc-app");
     let users = Writer::new(&format!("{left}-value"), &users_schema());
     let scores1 = Writer::new(&format!("{right}-value"), &scores_schema(false));
     let scores2 = Writer::new(&format!("{right}-value"), &scores_schema(true));
     assert_ne!(scores1.id, scores2.id, "two schema versions, two ids");
-    let env = cdc_env(&app, &left, &right, &output, avro_output);
+    let env = kafka::with(cdc_env(&app, &left, &right, &output, avro_output), extra);
     let mut sj = Sidejoin::start("run", &env);
     sj.wait_ready(WAIT);
 
@@ -148,11 +149,12 @@ fn cdc_scenario(avro_output: bool) {
         json!({"id": 1, "name": "anna", "sid": 10, "score": 6.5, "note": null})
     )));
     assert_eq!(sj.metric("sidejoin_decode_errors_total", ""), 0.0);
+    sj
 }
 
 /// The CDC scenario's variables: a left join of users and their scores, with Avro output when
 /// `avro_output`.
-fn cdc_env(
+pub(crate) fn cdc_env(
     app: &str,
     left: &str,
     right: &str,

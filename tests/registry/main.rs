@@ -9,3 +9,4 @@ mod avro_e2e;
 mod avro_errors;
 mod avro_output;
 mod avro_registry_faults;
+mod registry_security;

@@ -9,18 +9,20 @@ use crate::{
     OWNED_KAFKA_PROPERTIES,
 };
 
-/// The Kafka settings among `raw`, with the passthrough properties `kafka` (name, variable, value).
+/// The Kafka settings among `raw`, with the passthrough properties `kafka` (name, variable,
+/// value); credentials that would cross the network in clear text add a warning.
 pub(crate) fn kafka_spec(
     p: &mut Problems,
     raw: &RawConfig,
     kafka: Vec<(String, String, String)>,
+    warnings: &mut Vec<String>,
 ) -> KafkaSpec {
     let application_id = raw
         .application_id
         .clone()
         .unwrap_or_else(|| "sidejoin".to_owned());
     let (properties, consumer_properties, producer_properties) = kafka_properties(p, kafka);
-    KafkaSpec {
+    let spec = KafkaSpec {
         bootstrap_servers: raw.bootstrap_servers.clone(),
         dlq_topic: raw
             .dlq_topic
@@ -56,7 +58,42 @@ pub(crate) fn kafka_spec(
         })
         .unwrap_or(OffsetReset::Earliest),
         registry: registry(p, raw),
+    };
+    warnings.extend(cleartext_credentials(&spec));
+    spec
+}
+
+/// Credentials configured to cross the network unencrypted: basic auth to an `http://` registry,
+/// SASL PLAIN over a `sasl_plaintext` listener. Warned about, not refused: an in-cluster registry
+/// or broker on a network of its own is a setup people choose knowingly.
+fn cleartext_credentials(k: &KafkaSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(r) = &k.registry {
+        if r.username.is_some() && r.url.starts_with("http://") {
+            out.push(
+                "SIDEJOIN_SCHEMA_REGISTRY_USERNAME/_PASSWORD with an http:// SIDEJOIN_SCHEMA_REGISTRY_URL: \
+                 the credentials cross the network unencrypted (use https://)"
+                    .to_owned(),
+            );
+        }
     }
+    let prop = |name: &str| {
+        (k.properties.iter())
+            .rev()
+            .find(|(p, _)| p == name)
+            .map(|(_, v)| v.to_ascii_lowercase())
+    };
+    let mechanism = prop("sasl.mechanism").or_else(|| prop("sasl.mechanisms"));
+    if prop("security.protocol").as_deref() == Some("sasl_plaintext")
+        && mechanism.as_deref().unwrap_or("gssapi") == "plain"
+    {
+        out.push(
+            "SASL PLAIN over security.protocol=sasl_plaintext: the Kafka password crosses the network \
+             unencrypted (use sasl_ssl, or SCRAM)"
+                .to_owned(),
+        );
+    }
+    out
 }
 
 /// `SIDEJOIN_SCHEMA_REGISTRY_*`: the registry, when its URL is set (the others need it).

@@ -13,6 +13,7 @@ pub mod output;
 mod process;
 mod raw;
 pub mod reference;
+mod secrets;
 pub mod select;
 mod side;
 pub mod sql;
@@ -23,6 +24,7 @@ mod values;
 pub use error::{ConfigError, ConfigErrors};
 pub use output::{key_uniqueness, update_sources};
 pub use raw::known_vars;
+pub use secrets::is_secret_var;
 pub use side::Side;
 pub use types::*;
 
@@ -88,7 +90,7 @@ pub fn load(
 
     let output = output::output_spec(&mut p, &raw, &join, &mut warnings);
 
-    let kafka = kafka::kafka_spec(&mut p, &raw, kafka);
+    let kafka = kafka::kafka_spec(&mut p, &raw, kafka, &mut warnings);
     let process = process::process_spec(&mut p, &raw);
     if mode == Mode::Run {
         checks::run_requirements(&mut p, &raw, &join, &output);

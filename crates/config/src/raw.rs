@@ -14,8 +14,9 @@ pub(crate) const PREFIX: &str = "SIDEJOIN_";
 /// `SIDEJOIN_KAFKA_<PROPERTY>` variables are passed to librdkafka.
 pub(crate) const KAFKA_PREFIX: &str = "SIDEJOIN_KAFKA_";
 
-/// Every known variable, without its `SIDEJOIN_` prefix, lower-cased (envy's convention).
-#[derive(Debug, Default, Deserialize)]
+/// Every known variable, without its `SIDEJOIN_` prefix, lower-cased (envy's convention). No
+/// `Debug`: it holds the registry password.
+#[derive(Default, Deserialize)]
 pub(crate) struct RawConfig {
     // Kafka and process
     pub bootstrap_servers: Option<String>,
@@ -131,8 +132,9 @@ impl RawConfig {
     }
 }
 
-/// The environment split into known variables and librdkafka properties.
-#[derive(Debug, Default)]
+/// The environment split into known variables and librdkafka properties (no `Debug`: the
+/// values may be secrets).
+#[derive(Default)]
 pub(crate) struct RawEnv {
     pub vars: RawConfig,
     /// `(librdkafka property, value, variable name)`, in variable-name order.

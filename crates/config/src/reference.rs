@@ -293,7 +293,7 @@ pub const SETTINGS: &[Setting] = &[
             "SIDEJOIN_SCHEMA_REGISTRY_PASSWORD",
         ],
         default: r#"none"#,
-        meaning: r#"registry basic auth (never logged)"#,
+        meaning: r#"registry basic auth (never logged; over an `http://` URL a warning: sent in clear text); refused credentials stop the start (exit 2)"#,
     },
     Setting {
         vars: &["SIDEJOIN_SCHEMA_REGISTRY_CA_LOCATION"],

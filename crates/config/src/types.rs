@@ -299,7 +299,9 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The Kafka settings. `Debug` shows the passthrough properties' names, never their values
+/// (`secrets`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct KafkaSpec {
     pub bootstrap_servers: Option<String>,
     pub application_id: String,
@@ -374,8 +376,8 @@ pub struct ProcessSpec {
     pub on_copartition_violation: OnViolation,
 }
 
-/// A validated configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A validated configuration. `Debug` leaves every secret value out (`secrets`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Config {
     pub join: JoinSpec,
     pub output: OutputSpec,

@@ -15,6 +15,19 @@ fn bad(o: &TableOption, why: impl Into<String>) -> SqlError {
     SqlError::new(o.at, quoted(o), why)
 }
 
+/// An option sidejoin does not know, quoted without its value: an unknown option may hold a
+/// secret (`'value.avro-confluent.basic-auth.user-info' = 'user:password'`).
+fn unsupported(o: &TableOption, what: &str) -> SqlError {
+    let mut why = format!("unsupported option for {what}");
+    if o.key.contains("basic-auth") || o.key.contains("ssl.") || o.key.contains("bearer-auth") {
+        why.push_str(
+            "; the schema registry's credentials and CA come from SIDEJOIN_SCHEMA_REGISTRY_USERNAME, \
+             _PASSWORD and _CA_LOCATION (the value is not shown: it may be secret)",
+        );
+    }
+    SqlError::new(o.at, format!("'{}' = '…'", o.key), why)
+}
+
 /// Options every Kafka table may carry: brokers, consumer group, librdkafka properties.
 fn kafka_common(s: &mut Settings, o: &TableOption) -> Result<bool> {
     let q = quoted(o);
@@ -201,7 +214,7 @@ pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
                 };
                 s.set("AUTO_OFFSET_RESET", reset, o.at, q)?;
             }
-            _ => return Err(bad(o, "unsupported option for a source table")),
+            _ => return Err(unsupported(o, "a source table")),
         }
     }
     let Some(format) = format else {
@@ -233,10 +246,7 @@ pub(super) fn sink(s: &mut Settings, t: &Table) -> Result<()> {
     let conn = connector(t, &["kafka", "upsert-kafka", "print", "blackhole"])?;
     if conn.value == "print" || conn.value == "blackhole" {
         if let Some(o) = t.options.iter().find(|o| o.key != "connector") {
-            return Err(bad(
-                o,
-                format!("unsupported option for a {} sink", conn.value),
-            ));
+            return Err(unsupported(o, &format!("a {} sink", conn.value)));
         }
         return Ok(());
     }
@@ -262,7 +272,7 @@ pub(super) fn sink(s: &mut Settings, t: &Table) -> Result<()> {
             "sink.delivery-guarantee" => {
                 s.set("PROCESSING_GUARANTEE", delivery_guarantee(o)?, o.at, q)?;
             }
-            _ => return Err(bad(o, "unsupported option for a sink table")),
+            _ => return Err(unsupported(o, "a sink table")),
         }
     }
     if !mode_set {

@@ -4,7 +4,8 @@
 
 use super::error::{At, Result, SqlError};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Debug` leaves out the value of a variable that may hold a secret (`is_secret_var`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Setting {
     /// The full variable name, `SIDEJOIN_JOIN_TYPE`.
     pub var: String,
@@ -12,6 +13,22 @@ pub struct Setting {
     pub at: At,
     /// The construct that set it, as written, shortened.
     pub construct: String,
+}
+
+impl std::fmt::Debug for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = if crate::is_secret_var(&self.var) {
+            "<redacted>"
+        } else {
+            self.value.as_str()
+        };
+        f.debug_struct("Setting")
+            .field("var", &self.var)
+            .field("value", &value)
+            .field("at", &self.at)
+            .field("construct", &self.construct)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
