@@ -5,6 +5,7 @@
 //! `SIDEJOIN_SHUTDOWN_TIMEOUT`. Everything is passed in; nothing is global.
 
 mod broadcast;
+mod dead_letter;
 mod durable;
 mod error;
 mod input;

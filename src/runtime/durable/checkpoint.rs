@@ -82,7 +82,7 @@ impl<S: Checkpointed> Protocol<S> {
     ) -> Result<(Checkpoint, u64), RunError> {
         let now_offsets = self.offsets(moved);
         let state_offsets = match self.fault {
-            Fault::None => now_offsets,
+            Fault::None | Fault::PanicOnMarker => now_offsets,
             Fault::OffsetsLate => std::mem::replace(&mut self.previous, now_offsets),
         };
         positions::write(&mut self.state, &state_offsets);

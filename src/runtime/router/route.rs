@@ -22,8 +22,9 @@ use crate::kafka::transactions::{Transactions, TxnError};
 use crate::metrics::Metrics;
 use crate::plan::RouterPlan;
 use crate::routing::{Placement, Route, Routed};
+use crate::runtime::dead_letter::{self, Dead};
 use crate::runtime::input::{LaneSpec, Lanes, Merge, Record, Served};
-use crate::runtime::output::{dead_letter_record, send_when_room};
+use crate::runtime::output::send_when_room;
 use crate::runtime::{now_ms, RunError, StartupError};
 
 use super::upkeep::Upkeep;
@@ -342,7 +343,7 @@ impl<'a> Router<'a> {
                 partition: rec.source,
                 offset: rec.offset,
                 side,
-                error: e.to_string(),
+                error: dead_letter::abbreviate(&e.to_string()).into_owned(),
             })),
             OnError::Skip => {
                 tracing::warn!(
@@ -353,9 +354,15 @@ impl<'a> Router<'a> {
                 Ok(())
             }
             OnError::Dlq => {
-                let record = dead_letter_record(&self.cfg.kafka.dlq_topic, rec, source, &e, ROUTED);
+                let reason = e.to_string();
+                let dead = Dead {
+                    msg: rec,
+                    topic: source,
+                    reason: &reason,
+                };
                 let producer = self.active.as_ref().expect("active").txn.producer();
-                Ok(send_when_room(producer, record, "dead letters")?)
+                dead_letter::send(producer, &self.cfg.kafka.dlq_topic, &dead, ROUTED)?;
+                Ok(())
             }
         }
     }

@@ -56,7 +56,7 @@ impl<S: Checkpointed> Worker<'_, S> {
     /// partitions no longer in it, restores new ones, and assigns the consumer at the offsets
     /// their state reflects (the group's committed offset, or the reset policy, where the state
     /// records none).
-    fn take_over(&mut self, list: Vec<(String, Partition)>) -> Result<(), RunError> {
+    pub(super) fn take_over(&mut self, list: Vec<(String, Partition)>) -> Result<(), RunError> {
         self.metrics.set_ready(false);
         let now: BTreeSet<Partition> = list.iter().map(|(_, p)| *p).collect();
         self.require_range_assignment(&list, &now)?;
@@ -148,7 +148,7 @@ impl<S: Checkpointed> Worker<'_, S> {
     }
 
     /// Drops every change not committed and forgets every partition.
-    fn discard(&mut self) {
+    pub(super) fn discard(&mut self) {
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
         self.protocol.discard(self.processor, &parts);
         self.owned.clear();

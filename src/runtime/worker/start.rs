@@ -47,10 +47,11 @@ fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
     }
 }
 
-/// A test hook, outside the configuration: the kill tests show they catch this fault.
+/// A test hook, outside the configuration: tests show they catch these faults.
 fn fault() -> Fault {
     match std::env::var("SJ_TEST_FAULT").as_deref() {
         Ok("offsets_late") => Fault::OffsetsLate,
+        Ok("panic_on_marker") => Fault::PanicOnMarker,
         _ => Fault::None,
     }
 }
@@ -154,6 +155,7 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
         &plan.output.topic,
         plan.output.partitions,
         &cfg.kafka.dlq_topic,
+        clients::max_message_bytes(&cfg.kafka),
     );
     let mut worker = Worker {
         cfg,
@@ -172,6 +174,8 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
         out: Records::default(),
         skipped_logged: 0,
         violations_logged: HashSet::new(),
+        poisoned: super::Poisoned::default(),
+        fault: fault(),
     };
     // Cancelled while waiting: the loop stops at once, with nothing to commit.
     job.gate.arrive(shutdown);

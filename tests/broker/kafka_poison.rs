@@ -1,0 +1,216 @@
+//! Poison records on the real broker (SPEC §8), under `exactly_once` and `SIDEJOIN_ON_ERROR=dlq`:
+//! a record whose processing panics after the engine applied it (the test fault
+//! `SJ_TEST_FAULT=panic_on_marker`), a 900 KB CSV record whose 900 KB field is unreadable, a
+//! record whose join makes a 1.5 MB output row (over the producer's 1,000,000-byte
+//! `message.max.bytes`), and an unreadable record so close to the limit that its dead letter
+//! cannot keep it. The process stays up, the dead-letter topic holds one record for each with an
+//! abbreviated reason, and the output is, record for record and in order, what `sidejoin replay`
+//! makes of the input without those four.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::kafka::{self, Sidejoin};
+use crate::common::upsert;
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// The longest `sidejoin.error` header sidejoin writes.
+const MAX_REASON: usize = 1024;
+
+/// One input record: left (a CSV line) or right (JSON), its join key, its value.
+struct In {
+    left: bool,
+    k: u64,
+    value: String,
+}
+
+fn left(id: u64, k: u64, v: &str) -> In {
+    In {
+        left: true,
+        k,
+        value: format!("{id},{k},{v}"),
+    }
+}
+
+fn right(k: u64, w: &str) -> In {
+    In {
+        left: false,
+        k,
+        value: json!({"k": k, "w": w}).to_string(),
+    }
+}
+
+/// `n` good records from number `from` on, alternating sides over 50 join keys.
+fn good(from: u64, n: u64) -> impl Iterator<Item = In> {
+    (from..from + n).map(|i| match i % 2 {
+        0 => left(i, i % 50, &format!("l{i}")),
+        _ => right((i / 2) % 50, &format!("r{i}")),
+    })
+}
+
+/// The input in production order and the indexes of the four poison records: the panicking
+/// one, the unreadable 900 KB CSV line, the one whose join is 1.5 MB, the one too large to
+/// dead-letter whole.
+fn input() -> (Vec<In>, [usize; 4]) {
+    let mut all: Vec<In> = good(0, 200).collect();
+    let panics = all.len();
+    // Key 7 has rows on both sides before and after it: joined, it would show.
+    all.push(left(10_000, 7, "SJ_TEST_POISON"));
+    all.extend(good(200, 100));
+    let unreadable = all.len();
+    all.push(left(0, 3, "x").with_value(format!("{}x,3,bad", "9".repeat(900_000))));
+    // A left row of 750 KB, alone on key 1000: joined with the 750 KB right row below, 1.5 MB.
+    all.push(left(10_001, 1_000, &"a".repeat(750_000)));
+    all.extend(good(300, 100));
+    let too_large = all.len();
+    all.push(right(1_000, &"b".repeat(750_000)));
+    all.extend(good(400, 100));
+    let near_limit = all.len();
+    all.push(right(4, "x").with_value(format!("{{{}", "z".repeat(999_900))));
+    // The big left row stayed: a small right row joins it.
+    all.push(right(1_000, "small"));
+    all.extend(good(500, 100));
+    (all, [panics, unreadable, too_large, near_limit])
+}
+
+impl In {
+    fn with_value(mut self, value: String) -> In {
+        self.value = value;
+        self
+    }
+}
+
+fn env(app: &str, left: &str, right: &str, out: &str, dlq: &str) -> Vec<(String, String)> {
+    let mut e = kafka::base_env(app, left, right, out);
+    for (k, v) in [
+        ("SIDEJOIN_LEFT_FORMAT", "csv"),
+        ("SIDEJOIN_LEFT_COLUMNS", "id BIGINT, k BIGINT, v STRING"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        // A left row is stored under its primary key: a side without one is stored under the
+        // whole row, and the 750 KB row's changelog record (row as key and value) would not fit
+        // the producer's limit.
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        (
+            "SIDEJOIN_SELECT",
+            "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
+        ),
+        ("SIDEJOIN_PROCESSING_GUARANTEE", "exactly_once"),
+        ("SIDEJOIN_ON_ERROR", "dlq"),
+        ("SIDEJOIN_DLQ_TOPIC", dlq),
+    ] {
+        e.push((k.to_owned(), v.to_owned()));
+    }
+    e
+}
+
+/// Replay's input lines of `records` stamped `t0 + i` (a CSV side takes its line as a string).
+fn replay_lines<'a>(records: impl Iterator<Item = (usize, &'a In)>, t0: i64) -> Vec<String> {
+    records
+        .map(|(i, r)| {
+            let (side, value) = match r.left {
+                true => ("left", Value::String(r.value.clone())),
+                false => ("right", serde_json::from_str(&r.value).unwrap()),
+            };
+            json!({"side": side, "key": null, "value": value, "timestamp": t0 + i as i64})
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn poison_records_go_to_the_dead_letter_topic_and_the_rest_equals_replay() {
+    let (left_t, right_t, out) = kafka::join_topics("poison", [1, 1, 1]);
+    let (dlq, app) = (kafka::unique("poison-dlq"), kafka::unique("poison-app"));
+    let (all, poison) = input();
+    let t0 = kafka::now_ms();
+    let produce: Vec<_> = (all.iter().enumerate())
+        .map(|(i, r)| {
+            let topic = if r.left { &left_t } else { &right_t };
+            (
+                topic.clone(),
+                Some(r.k.to_string()),
+                Some(r.value.clone()),
+                t0 + i as i64,
+            )
+        })
+        .collect();
+    kafka::produce_many(&kafka::producer(), &produce);
+    let env = env(&app, &left_t, &right_t, &out, &dlq);
+    let mut run_env = env.clone();
+    run_env.push(("SJ_TEST_FAULT".into(), "panic_on_marker".into()));
+    let mut sj = Sidejoin::start("run", &run_env);
+
+    let kept = (all.iter().enumerate()).filter(|(i, _)| !poison.contains(i));
+    let want = upsert::replay_records(&env, &replay_lines(kept, t0));
+    assert!(want.len() > 100, "the join has output: {}", want.len());
+    upsert::assert_replays_records(&out, &want, true, "poison", &sj, WAIT);
+    upsert::assert_no_more_than(&out, want.len(), "poison");
+
+    assert_dead_letters(&dlq, &all, poison, [&left_t, &right_t]);
+    assert_eq!(
+        sj.metric("sidejoin_poison_records_total", "reason=\"panic\""),
+        1.0
+    );
+    let oversized = sj.metric(
+        "sidejoin_poison_records_total",
+        "reason=\"oversized_output\"",
+    );
+    assert_eq!(oversized, 1.0);
+    assert_eq!(sj.metric("sidejoin_dlq_trimmed_total", ""), 1.0);
+    assert_eq!(sj.get("/healthz").0, 200, "still running");
+}
+
+/// The dead-letter topic holds one record per poison record of `all`, each naming its source
+/// (one of `topics`) and an abbreviated reason, with the original value where it fits.
+fn assert_dead_letters(dlq: &str, all: &[In], poison: [usize; 4], topics: [&str; 2]) {
+    let dead = kafka::read_all(dlq, poison.len(), WAIT);
+    assert_eq!(
+        kafka::read_all(dlq, poison.len() + 1, Duration::from_secs(2)).len(),
+        4
+    );
+    let by_offset: HashMap<String, &kafka::Record> = (dead.iter())
+        .map(|d| (d.headers["sidejoin.source.offset"].clone(), d))
+        .collect();
+    // Each side's records are numbered in production order: its offsets.
+    let offset = |i: usize| {
+        let left = all[i].left;
+        (all[..i].iter().filter(|r| r.left == left).count()).to_string()
+    };
+    let letter = |i: usize| {
+        let d = by_offset
+            .get(&offset(i))
+            .unwrap_or_else(|| panic!("no dead letter of record {i}"));
+        let reason = &d.headers["sidejoin.error"];
+        assert!(reason.len() <= MAX_REASON, "{} bytes", reason.len());
+        let topic = if all[i].left { topics[0] } else { topics[1] };
+        assert_eq!(d.headers["sidejoin.source.topic"], topic);
+        (*d, reason.clone())
+    };
+    let (d, reason) = letter(poison[0]);
+    assert!(
+        reason.contains("panicked") && reason.contains("panic_on_marker"),
+        "{reason}"
+    );
+    assert_eq!(d.value.as_deref(), Some(all[poison[0]].value.as_bytes()));
+    let (d, reason) = letter(poison[1]);
+    assert!(
+        reason.contains("is not an integer") && reason.contains("bytes elided"),
+        "{reason}"
+    );
+    assert_eq!(
+        d.value.as_deref(),
+        Some(all[poison[1]].value.as_bytes()),
+        "kept whole"
+    );
+    let (d, reason) = letter(poison[2]);
+    assert!(reason.contains("message.max.bytes"), "{reason}");
+    assert_eq!(d.value.as_deref(), Some(all[poison[2]].value.as_bytes()));
+    let (d, _) = letter(poison[3]);
+    assert_eq!(d.value, None, "too large to keep");
+    assert_eq!(d.headers["sidejoin.omitted"], "value");
+    assert_eq!(d.key.as_deref(), Some(b"4".as_slice()));
+}
