@@ -1,14 +1,15 @@
-//! Poison records on the real broker (SPEC §8), under `exactly_once` and `SIDEJOIN_ON_ERROR=dlq`:
-//! a record whose processing panics after the engine applied it (the test fault
+//! Poison records on the real broker (SPEC §8), with `SIDEJOIN_ON_ERROR=dlq`: a record whose
+//! processing panics after the engine applied it (the test fault
 //! `SJ_TEST_FAULT=panic_on_marker`), a 900 KB CSV record whose 900 KB field is unreadable, a
 //! record whose join makes a 1.5 MB output row (over the producer's 1,000,000-byte
 //! `message.max.bytes`), and an unreadable record so close to the limit that its dead letter
-//! cannot keep it. The process stays up, the dead-letter topic holds one record for each with an
-//! abbreviated reason, and the output is, record for record and in order, what `sidejoin replay`
-//! makes of the input without those four.
+//! cannot keep it. The process stays up, the dead-letter topic holds a record for each with an
+//! abbreviated reason, and the output is what `sidejoin replay` makes of the input without those
+//! four: under `exactly_once` record for record and in order, one dead letter each; under
+//! `at_least_once` the same records, some of them more than once.
 
-use std::collections::HashMap;
-use std::time::Duration;
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -98,7 +99,6 @@ fn env(app: &str, left: &str, right: &str, out: &str, dlq: &str) -> Vec<(String,
             "SIDEJOIN_SELECT",
             "l.id AS id, l.k AS k, l.v AS v, r.w AS w",
         ),
-        ("SIDEJOIN_PROCESSING_GUARANTEE", "exactly_once"),
         ("SIDEJOIN_ON_ERROR", "dlq"),
         ("SIDEJOIN_DLQ_TOPIC", dlq),
     ] {
@@ -121,73 +121,137 @@ fn replay_lines<'a>(records: impl Iterator<Item = (usize, &'a In)>, t0: i64) -> 
         .collect()
 }
 
-#[test]
-fn poison_records_go_to_the_dead_letter_topic_and_the_rest_equals_replay() {
-    let (left_t, right_t, out) = kafka::join_topics("poison", [1, 1, 1]);
+/// A run over `input()` under `guarantee` and what replay makes of it without the poison.
+struct Run {
+    sj: Sidejoin,
+    all: Vec<In>,
+    poison: [usize; 4],
+    /// Replay's records of the input without the poison records.
+    want: Vec<(Value, Value)>,
+    /// The left, right and output topics.
+    topics: [String; 3],
+    dlq: String,
+}
+
+fn run(name: &str, guarantee: &str) -> Run {
+    let (left_t, right_t, out) = kafka::join_topics(name, [1, 1, 1]);
     let (dlq, app) = (kafka::unique("poison-dlq"), kafka::unique("poison-app"));
     let (all, poison) = input();
     let t0 = kafka::now_ms();
     let produce: Vec<_> = (all.iter().enumerate())
         .map(|(i, r)| {
             let topic = if r.left { &left_t } else { &right_t };
-            (
-                topic.clone(),
-                Some(r.k.to_string()),
-                Some(r.value.clone()),
-                t0 + i as i64,
-            )
+            let (key, value) = (Some(r.k.to_string()), Some(r.value.clone()));
+            (topic.clone(), key, value, t0 + i as i64)
         })
         .collect();
     kafka::produce_many(&kafka::producer(), &produce);
-    let env = env(&app, &left_t, &right_t, &out, &dlq);
+    let mut env = env(&app, &left_t, &right_t, &out, &dlq);
+    env.push(("SIDEJOIN_PROCESSING_GUARANTEE".into(), guarantee.into()));
     let mut run_env = env.clone();
     run_env.push(("SJ_TEST_FAULT".into(), "panic_on_marker".into()));
-    let mut sj = Sidejoin::start("run", &run_env);
-
+    let sj = Sidejoin::start("run", &run_env);
     let kept = (all.iter().enumerate()).filter(|(i, _)| !poison.contains(i));
     let want = upsert::replay_records(&env, &replay_lines(kept, t0));
     assert!(want.len() > 100, "the join has output: {}", want.len());
-    upsert::assert_replays_records(&out, &want, true, "poison", &sj, WAIT);
-    upsert::assert_no_more_than(&out, want.len(), "poison");
+    Run {
+        sj,
+        all,
+        poison,
+        want,
+        topics: [left_t, right_t, out],
+        dlq,
+    }
+}
 
-    assert_dead_letters(&dlq, &all, poison, [&left_t, &right_t]);
-    assert_eq!(
-        sj.metric("sidejoin_poison_records_total", "reason=\"panic\""),
-        1.0
-    );
-    let oversized = sj.metric(
-        "sidejoin_poison_records_total",
-        "reason=\"oversized_output\"",
-    );
-    assert_eq!(oversized, 1.0);
-    assert_eq!(sj.metric("sidejoin_dlq_trimmed_total", ""), 1.0);
+/// The process is up and counted each poison record once, and the one trimmed dead letter.
+fn assert_counted(sj: &mut Sidejoin) {
+    let poison = |sj: &mut Sidejoin, reason: &str| {
+        sj.metric(
+            "sidejoin_poison_records_total",
+            &format!("reason=\"{reason}\""),
+        )
+    };
+    assert_eq!(poison(sj, "panic"), 1.0);
+    assert_eq!(poison(sj, "oversized_output"), 1.0);
     assert_eq!(sj.get("/healthz").0, 200, "still running");
 }
 
-/// The dead-letter topic holds one record per poison record of `all`, each naming its source
-/// (one of `topics`) and an abbreviated reason, with the original value where it fits.
-fn assert_dead_letters(dlq: &str, all: &[In], poison: [usize; 4], topics: [&str; 2]) {
-    let dead = kafka::read_all(dlq, poison.len(), WAIT);
-    assert_eq!(
-        kafka::read_all(dlq, poison.len() + 1, Duration::from_secs(2)).len(),
-        4
-    );
-    let by_offset: HashMap<String, &kafka::Record> = (dead.iter())
-        .map(|d| (d.headers["sidejoin.source.offset"].clone(), d))
+#[test]
+fn poison_records_go_to_the_dead_letter_topic_and_the_rest_equals_replay() {
+    let mut r = run("poison-eos", "exactly_once");
+    let [left, right, out] = &r.topics;
+    // Exactly once: the same records in the same order, nothing twice.
+    upsert::assert_replays_records(out, &r.want, true, "poison", &r.sj, WAIT);
+    upsert::assert_no_more_than(out, r.want.len(), "poison");
+    let dead = kafka::read_all(&r.dlq, r.poison.len(), WAIT);
+    let more = kafka::read_all(&r.dlq, r.poison.len() + 1, Duration::from_secs(2));
+    assert_eq!(more.len(), r.poison.len(), "one dead letter each");
+    assert_dead_letters(&dead, &r.all, r.poison, [left, right]);
+    assert_counted(&mut r.sj);
+    assert_eq!(r.sj.metric("sidejoin_dlq_trimmed_total", ""), 1.0);
+}
+
+#[test]
+fn poison_records_at_least_once_lose_nothing_else() {
+    let mut r = run("poison-alo", "at_least_once");
+    let [left, right, out] = &r.topics;
+    // At least once: outputs written before a rewind are written again; every record of
+    // replay's arrives, and nothing else.
+    let want: BTreeSet<String> = (r.want.iter()).map(|(k, v)| format!("{k} {v}")).collect();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got: BTreeSet<String> = (kafka::read_to_end(out, WAIT).iter())
+            .map(|m| format!("{} {}", m.key_json(), m.value_json()))
+            .collect();
+        if got == want {
+            break;
+        }
+        assert!(got.is_subset(&want), "records replay does not have");
+        assert!(
+            Instant::now() < deadline,
+            "{} of {} records",
+            got.len(),
+            want.len()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Dead letters written before a rewind are written again too.
+    let dead = kafka::read_to_end(&r.dlq, WAIT);
+    assert_dead_letters(&dead, &r.all, r.poison, [left, right]);
+    assert_counted(&mut r.sj);
+}
+
+/// `dead` holds a dead letter of each poison record of `all` (and no other record), each naming
+/// its source (one of `topics`) and an abbreviated reason, with the original value where it
+/// fits.
+fn assert_dead_letters(dead: &[kafka::Record], all: &[In], poison: [usize; 4], topics: [&str; 2]) {
+    let by_source: HashMap<(String, String), &kafka::Record> = (dead.iter())
+        .map(|d| {
+            let h = &d.headers;
+            let source = (
+                h["sidejoin.source.topic"].clone(),
+                h["sidejoin.source.offset"].clone(),
+            );
+            (source, d)
+        })
         .collect();
+    assert_eq!(
+        by_source.len(),
+        poison.len(),
+        "dead letters of other records"
+    );
     // Each side's records are numbered in production order: its offsets.
     let offset = |i: usize| {
         let left = all[i].left;
         (all[..i].iter().filter(|r| r.left == left).count()).to_string()
     };
     let letter = |i: usize| {
-        let d = by_offset
-            .get(&offset(i))
+        let topic = if all[i].left { topics[0] } else { topics[1] };
+        let d = (by_source.get(&(topic.to_owned(), offset(i))))
             .unwrap_or_else(|| panic!("no dead letter of record {i}"));
         let reason = &d.headers["sidejoin.error"];
         assert!(reason.len() <= MAX_REASON, "{} bytes", reason.len());
-        let topic = if all[i].left { topics[0] } else { topics[1] };
-        assert_eq!(d.headers["sidejoin.source.topic"], topic);
         (*d, reason.clone())
     };
     let (d, reason) = letter(poison[0]);

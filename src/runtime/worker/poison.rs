@@ -12,9 +12,11 @@
 //! (`rewind`): the open transaction is aborted (with it, under `exactly_once`, the output and
 //! dead letters sent since), the store's unpersisted writes are discarded and each task's cache
 //! of decoded groups released (`Checkpointed::discard_unpersisted`, `Processor::revoked`), the
-//! processor is rebuilt (`Processor::reset`), and the tasks are restored from what was committed
-//! and consumed again from the committed offsets. The poison record is remembered by its stream
-//! and offset: met again, it is not processed but handled under `SIDEJOIN_ON_ERROR` at once, so
+//! processor is rebuilt (`Processor::reset`), and the tasks are loaded again from what is
+//! persisted locally — exactly the last committed checkpoint (`Protocol::rewound`) — and
+//! consumed again from the offsets it records. The poison record is remembered by its stream
+//! and offset until a commit covers it: met again, it is not processed but handled under
+//! `SIDEJOIN_ON_ERROR` at once, so
 //! its dead letter and its offset go in the same checkpoint (the same transaction under
 //! `exactly_once`). The records around it are processed again as if it never existed; under
 //! `at_least_once` the outputs they had already written are written again (duplicates, as after
@@ -25,6 +27,9 @@
 //! and an abort (a stack overflow, memory exhausted) — bounded decoders keep input from causing
 //! those. A record remembered as poison is processed afresh after a restart (and found poison
 //! again).
+//!
+//! What a rewind does not undo: the counters (`sidejoin_records_in_total` counts the records
+//! processed again once more, as after an aborted transaction).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -38,21 +43,36 @@ use super::super::input::Record;
 use super::super::processor::{InRecord, RecordError};
 use super::super::streams::Stream;
 use super::super::RunError;
+use super::assignment::Restore;
 use super::Worker;
 use sidejoin_store::Checkpointed;
 
-/// Records found poison and not yet consumed again: (stream, offset) → why.
+/// Records found poison whose offsets are not committed yet: (stream, offset) → why. An entry
+/// stays until a checkpoint covers it: another rewind before that meets the record again.
 #[derive(Default)]
 pub(super) struct Poisoned(FxHashMap<(Stream, i64), String>);
 
 impl Poisoned {
-    /// Why the record at `offset` of `stream` is poison, if it is: it is consumed now.
+    /// Why the record at `offset` of `stream` is poison, if it is.
     #[inline]
-    pub(super) fn take(&mut self, stream: Stream, offset: i64) -> Option<String> {
+    pub(super) fn get(&self, stream: Stream, offset: i64) -> Option<String> {
         if self.0.is_empty() {
             return None;
         }
-        self.0.remove(&(stream, offset))
+        self.0.get(&(stream, offset)).cloned()
+    }
+
+    /// Forgets the records a commit covered: those below their stream's next offset (`next`;
+    /// `None` while nothing of it is consumed), and those of tasks no longer `owned` (a next
+    /// owner meets them afresh).
+    pub(super) fn committed(
+        &mut self,
+        next: impl Fn(Stream) -> Option<i64>,
+        owned: impl Fn(Partition) -> bool,
+    ) {
+        self.0.retain(|(stream, offset), _| {
+            owned(stream.task) && next(*stream).is_none_or(|n| *offset >= n)
+        });
     }
 }
 
@@ -152,6 +172,33 @@ impl<S: Checkpointed> Worker<'_, S> {
         self.discard();
         self.processor.reset();
         let list: Vec<(String, Partition)> = self.assigned.iter().cloned().collect();
-        self.take_over(list)
+        self.take_over(list, Restore::Local)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::change::Side;
+
+    #[test]
+    fn a_commit_forgets_the_poison_records_it_covered() {
+        let stream = |side| Stream {
+            side,
+            task: 0,
+            source: 0,
+        };
+        let mut p = Poisoned::default();
+        for (side, offset) in [(Side::Left, 4), (Side::Left, 9), (Side::Right, 4)] {
+            p.0.insert((stream(side), offset), format!("{side:?} {offset}"));
+        }
+        // The left stream committed up to offset 5; nothing of the right one is consumed yet.
+        p.committed(|s| (s.side == Side::Left).then_some(5), |task| task == 0);
+        assert_eq!(p.get(stream(Side::Left), 4), None);
+        assert_eq!(p.get(stream(Side::Left), 9).as_deref(), Some("Left 9"));
+        assert_eq!(p.get(stream(Side::Right), 4).as_deref(), Some("Right 4"));
+        // Task 0 was given up.
+        p.committed(|_| None, |_| false);
+        assert_eq!(p.get(stream(Side::Left), 9), None);
     }
 }

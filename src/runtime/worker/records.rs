@@ -30,7 +30,7 @@ impl<S: Checkpointed> Worker<'_, S> {
             task: msg.task,
             source: msg.source,
         };
-        if let Some(why) = self.poisoned.take(stream, msg.offset) {
+        if let Some(why) = self.poisoned.get(stream, msg.offset) {
             // Met again after the rewind its poison caused: not processed again.
             self.undecodable(msg, &why)?;
             self.protocol.consumed(stream, msg.offset);
