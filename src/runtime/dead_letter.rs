@@ -6,6 +6,7 @@
 //!
 //! Not here: deciding that a record is dead (`SIDEJOIN_ON_ERROR`, the worker and the router).
 
+use std::any::Any;
 use std::borrow::Cow;
 
 use rdkafka::error::KafkaError;
@@ -55,6 +56,18 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => (*s).to_owned(),
+        (None, Some(s)) => s.clone(),
+        (None, None) => "a panic without a message".to_owned(),
+    }
 }
 
 /// What a written dead letter kept of the original record.

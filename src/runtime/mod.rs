@@ -8,6 +8,7 @@ mod broadcast;
 mod dead_letter;
 mod durable;
 mod error;
+mod faults;
 mod input;
 mod output;
 mod probe;

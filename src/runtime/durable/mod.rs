@@ -54,20 +54,7 @@ use super::RunError;
 
 pub(super) use positions::Offsets;
 
-/// A fault tests inject (`SJ_TEST_FAULT`, outside the configuration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Fault {
-    None,
-    /// The kill tests prove they catch it: the input offsets written into the state are those
-    /// of the previous checkpoint (`offsets_late`).
-    OffsetsLate,
-    /// Processing a record whose value holds `POISON_MARKER` panics once the processor has
-    /// applied it (`panic_on_marker`): the worker must drop what it did.
-    PanicOnMarker,
-}
-
-/// What makes a record panic under `Fault::PanicOnMarker`.
-pub(super) const POISON_MARKER: &[u8] = b"SJ_TEST_POISON";
+pub(super) use super::faults::Fault;
 
 /// The durable state of one worker's tasks and the protocol that keeps it (module doc).
 pub(super) struct Protocol<S> {

@@ -32,7 +32,8 @@ use crate::metrics::WorkerMetrics;
 use crate::sink::Records;
 
 use super::broadcast::Broadcast;
-use super::durable::{Fault, Protocol};
+use super::durable::Protocol;
+use super::faults::Fault;
 use super::input::{Lanes, Merge};
 use super::output::Output;
 use super::processor::Processor;

@@ -28,17 +28,19 @@
 //! those. A record remembered as poison is processed afresh after a restart (and found poison
 //! again).
 //!
+//! The in-memory run mode of benchmarks (`RunMode::JoinInMemory`) has nothing persisted to go
+//! back to: a rewind there empties its tasks' state, as an aborted transaction does.
+//!
 //! What a rewind does not undo: the counters (`sidejoin_records_in_total` counts the records
 //! processed again once more, as after an aborted transaction).
 
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rustc_hash::FxHashMap;
 
 use crate::change::Partition;
 
-use super::super::durable::{Fault, POISON_MARKER};
+use super::super::dead_letter::panic_message;
 use super::super::input::Record;
 use super::super::processor::{InRecord, RecordError};
 use super::super::streams::Stream;
@@ -104,18 +106,6 @@ impl Poison {
     }
 }
 
-/// The message of a caught panic.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    match (
-        payload.downcast_ref::<&str>(),
-        payload.downcast_ref::<String>(),
-    ) {
-        (Some(s), _) => (*s).to_owned(),
-        (None, Some(s)) => s.clone(),
-        (None, None) => "a panic without a message".to_owned(),
-    }
-}
-
 impl<S: Checkpointed> Worker<'_, S> {
     /// Runs the processor on `rec`, appending to `self.out`; `Err` with the panic's message
     /// when it panicked (then the worker must `rewind`: what it did is half done).
@@ -131,12 +121,7 @@ impl<S: Checkpointed> Worker<'_, S> {
         // drops or rebuilds it.
         catch_unwind(AssertUnwindSafe(|| {
             let processed = processor.process(state, rec, now, out);
-            if fault == Fault::PanicOnMarker
-                && (rec.value)
-                    .is_some_and(|v| v.windows(POISON_MARKER.len()).any(|w| w == POISON_MARKER))
-            {
-                panic!("SJ_TEST_FAULT=panic_on_marker: the record holds the marker");
-            }
+            fault.panic_on_marker(rec.value);
             processed
         }))
         .map_err(|payload| panic_message(payload.as_ref()))

@@ -21,7 +21,8 @@ use crate::sink::Records;
 use sidejoin_store::Checkpointed;
 
 use super::super::broadcast::Broadcast;
-use super::super::durable::{Fault, Parts, Protocol};
+use super::super::durable::{Parts, Protocol};
+use super::super::faults::fault;
 use super::super::input::{Lanes, Merge};
 use super::super::output::Output;
 use super::super::processor::Processor;
@@ -44,15 +45,6 @@ fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
                 .map_err(|e| RunError::StateDir(format!("cannot write {}: {e}", file.display())))?;
             Ok(id)
         }
-    }
-}
-
-/// A test hook, outside the configuration: tests show they catch these faults.
-fn fault() -> Fault {
-    match std::env::var("SJ_TEST_FAULT").as_deref() {
-        Ok("offsets_late") => Fault::OffsetsLate,
-        Ok("panic_on_marker") => Fault::PanicOnMarker,
-        _ => Fault::None,
     }
 }
 
