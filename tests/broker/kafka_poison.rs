@@ -6,7 +6,8 @@
 //! cannot keep it. The process stays up, the dead-letter topic holds a record for each with an
 //! abbreviated reason, and the output is what `sidejoin replay` makes of the input without those
 //! four: under `exactly_once` record for record and in order, one dead letter each; under
-//! `at_least_once` the same records, some of them more than once.
+//! `at_least_once` the same records, some of them more than once. Under `SIDEJOIN_ON_ERROR=fail`
+//! a panic ends the run naming the record, with the records before it committed.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -277,4 +278,33 @@ fn assert_dead_letters(dead: &[kafka::Record], all: &[In], poison: [usize; 4], t
     assert_eq!(d.value, None, "too large to keep");
     assert_eq!(d.headers["sidejoin.omitted"], "value");
     assert_eq!(d.key.as_deref(), Some(b"4".as_slice()));
+}
+
+#[test]
+fn a_panic_under_fail_exits_naming_the_record_with_what_came_before_committed() {
+    let (left_t, right_t, out) = kafka::join_topics("poison-fail", [1, 1, 1]);
+    let (dlq, app) = (kafka::unique("poison-dlq"), kafka::unique("poison-app"));
+    let p = kafka::producer();
+    let t0 = kafka::now_ms();
+    for i in 0..5 {
+        let line = format!("{i},{i},l{i}");
+        kafka::produce(&p, &left_t, Some("k"), Some(&line), t0 + i);
+    }
+    let poison = Some("5,5,SJ_TEST_POISON");
+    let (_, bad_offset) = kafka::produce(&p, &left_t, Some("k"), poison, t0 + 5);
+    kafka::produce(&p, &left_t, Some("k"), Some("6,6,after"), t0 + 6);
+    let mut env = env(&app, &left_t, &right_t, &out, &dlq);
+    env.push(("SIDEJOIN_ON_ERROR".into(), "fail".into()));
+    env.push(("SJ_TEST_FAULT".into(), "panic_on_marker".into()));
+    let mut sj = Sidejoin::start("run", &env);
+    assert_eq!(sj.wait(WAIT), 1, "exit code 1:\n{}", sj.logs());
+    let logs = sj.logs();
+    let named =
+        format!("topic {left_t} partition 0 offset {bad_offset}: processing the record panicked");
+    assert!(logs.contains(&named), "{logs}");
+    assert_eq!(
+        kafka::committed(&app, &left_t),
+        vec![bad_offset],
+        "the records before it"
+    );
 }
