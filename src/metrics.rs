@@ -40,6 +40,8 @@ pub struct Metrics {
     input_dropped: IntCounterVec,
     decode_errors: IntCounterVec,
     dlq_records: IntCounter,
+    dlq_trimmed: IntCounter,
+    poison_records: IntCounterVec,
     matches: IntCounter,
     unmatched_emitted: IntCounterVec,
     late_records: IntCounterVec,
@@ -233,6 +235,17 @@ impl Metrics {
 
     pub fn mirrored(&self, records: u64) {
         self.changelog_records.inc_by(records);
+    }
+
+    /// A record handled as poison (`reason`: `panic`, `oversized_output`), or an output record
+    /// released by processing time dropped for its size (`oversized_release`).
+    pub fn poison(&self, reason: &str) {
+        self.poison_records.with_label_values(&[reason]).inc();
+    }
+
+    /// A dead letter was written without the original value (or key and headers).
+    pub fn dlq_trimmed(&self) {
+        self.dlq_trimmed.inc();
     }
 
     pub fn transaction(&self, committed: bool) {

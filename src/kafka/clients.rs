@@ -83,6 +83,17 @@ pub(crate) fn producer(kafka: &KafkaSpec) -> ClientConfig {
     c
 }
 
+/// librdkafka's default `message.max.bytes`.
+const DEFAULT_MAX_MESSAGE_BYTES: usize = 1_000_000;
+
+/// The largest record the output producer takes (`message.max.bytes`, as passed through or
+/// librdkafka's default): a larger one is refused when handed to it.
+pub(crate) fn max_message_bytes(kafka: &KafkaSpec) -> usize {
+    (producer(kafka).get("message.max.bytes"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
+}
+
 /// The transactional producer of checkpoints (SPEC §7): changelog records and input offsets,
 /// and under `exactly_once` the output and dead letters too. `id` is its `transactional.id`;
 /// a new producer with the same id fences the old one (a restarted instance, a zombie).

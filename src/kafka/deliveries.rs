@@ -89,6 +89,11 @@ impl Deliveries {
         c.outstanding.clear();
     }
 
+    /// The metrics deliveries are observed in.
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     /// The first delivery that failed, if any (the producer's retries are exhausted).
     pub(crate) fn failure(&self) -> Option<String> {
         self.counts().failed.clone()

@@ -65,6 +65,19 @@ impl Metrics {
                 "sidejoin_dlq_records_total",
                 "Records written to the dead-letter topic",
             ),
+            dlq_trimmed: counter(
+                &r,
+                "sidejoin_dlq_trimmed_total",
+                "Dead letters written without the original value (or key and headers too): over the producer's message.max.bytes",
+            ),
+            poison_records: counter_vec(
+                &r,
+                "sidejoin_poison_records_total",
+                "Input records whose processing panicked or produced an output record over the producer's message.max.bytes, \
+                 handled under SIDEJOIN_ON_ERROR with no effect; and output records released by processing time dropped \
+                 for their size (alert on any increase)",
+                &["reason"],
+            ),
             matches: counter(
                 &r,
                 "sidejoin_matches_total",

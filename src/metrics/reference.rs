@@ -33,6 +33,7 @@ Labels stay low-cardinality, never keys or offsets:
 | `reason` of `sidejoin_unmatched_emitted_total` | `watermark`, `late`, `max_wait` |
 | `result` of `sidejoin_repartition_records_total` | `in`, `out`, `error` |
 | `result` of `sidejoin_transactions_total` | `committed`, `aborted` |
+| `reason` of `sidejoin_poison_records_total` | `panic` (processing the record panicked), `oversized_output` (it caused an output record over the producer's `message.max.bytes`), `oversized_release` (an output record released by processing time, over that limit: dropped) |
 | `topic`, `partition` of `sidejoin_consumer_lag` | each input partition: the topics, the repartition topic of a `SIDEJOIN_<SIDE>_HASH_BY` side (and the router's source topic), the broadcast topic (the task furthest behind) |
 
 With several workers (`SIDEJOIN_WORKERS`) no metric has a worker label: counters add up each
@@ -40,7 +41,9 @@ worker's own change, `sidejoin_state_rows` is the sum over the workers, `sidejoi
 the lowest watermark any worker reported, `sidejoin_brokers_up` the fewest brokers any worker's
 consumer reaches, and `sidejoin_ready` is 1 when every worker is ready. Alert on any increase of
 `sidejoin_copartition_violations_total`: the output is then wrong (see
-[Running against Kafka](../operations/kafka.md#co-partitioning)). The Helm chart's Grafana
+[Running against Kafka](../operations/kafka.md#co-partitioning)); and of
+`sidejoin_poison_records_total`: a record crashed the join or its output did not fit (see
+[Poison records](../operations/kafka.md#poison-records)). The Helm chart's Grafana
 dashboard (`helm/sidejoin/dashboards/sidejoin.json`) is checked against a live `/metrics` by
 `tests/broker/dashboard_metrics.rs`.
 

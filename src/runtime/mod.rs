@@ -5,8 +5,10 @@
 //! `SIDEJOIN_SHUTDOWN_TIMEOUT`. Everything is passed in; nothing is global.
 
 mod broadcast;
+mod dead_letter;
 mod durable;
 mod error;
+mod faults;
 mod input;
 mod output;
 mod probe;

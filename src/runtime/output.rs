@@ -1,21 +1,23 @@
 //! Sending to Kafka from the run loop: output records (keyed ones partitioned as Java clients
-//! would) and dead letters, each under the checkpoint open when it was sent. A full producer
-//! queue is waited out by serving delivery reports; sending never allocates per record.
+//! would) and dead letters (`dead_letter`), each under the checkpoint open when it was sent. A
+//! full producer queue is waited out by serving delivery reports; sending never allocates per
+//! record. An output record over the producer's `message.max.bytes` is never handed to it:
+//! `oversized` finds those an input record caused (the worker treats that record as poison);
+//! one released by processing time is dropped and counted.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::format::DecodeError;
 use crate::kafka::deliveries::Deliveries;
+use crate::metrics::Metrics;
 use crate::partitioner::partition_for;
-use crate::sink::Records;
+use crate::sink::{OutRecord, Records};
 
-use super::input::Record;
+use super::dead_letter::{self, Dead, Kept};
 use super::RunError;
 
 pub(super) struct Output {
@@ -24,6 +26,9 @@ pub(super) struct Output {
     topic: String,
     partitions: i32,
     dlq_topic: String,
+    /// The producer's `message.max.bytes`.
+    max_bytes: usize,
+    metrics: Arc<Metrics>,
 }
 
 impl Output {
@@ -32,12 +37,16 @@ impl Output {
         topic: &str,
         partitions: i32,
         dlq_topic: &str,
+        max_bytes: usize,
     ) -> Self {
+        let metrics = producer.context().metrics().clone();
         Output {
             producer,
             topic: topic.to_owned(),
             partitions,
             dlq_topic: dlq_topic.to_owned(),
+            max_bytes,
+            metrics,
         }
     }
 
@@ -74,70 +83,52 @@ impl Output {
             if let Some(value) = out.value(r) {
                 record = record.payload(value);
             }
+            let size = wire_size(out, r);
+            if size > self.max_bytes {
+                // Only records released by processing time get here (`oversized` caught those of
+                // input records before): there is no input record to dead-letter.
+                tracing::error!(
+                    "an output record of {size} bytes released by processing time is over the producer's message.max.bytes ({}): dropped",
+                    self.max_bytes
+                );
+                self.metrics.poison("oversized_release");
+                continue;
+            }
             self.send(record, checkpoint)?;
         }
         Ok(())
     }
 
-    /// Sends the original record to the dead-letter topic, with headers naming the error and
-    /// where it came from.
-    pub(super) fn dead_letter(
-        &self,
-        msg: &Record,
-        topic: &str,
-        error: &DecodeError,
-        checkpoint: u64,
-    ) -> Result<(), RunError> {
-        let record = dead_letter_record(&self.dlq_topic, msg, topic, error, checkpoint as usize);
-        self.send(record, checkpoint)
+    /// Sends `dead`'s record to the dead-letter topic, with headers naming the reason and
+    /// where it came from (`dead_letter`: without the original value, or key, if too large).
+    pub(super) fn dead_letter(&self, dead: &Dead<'_>, checkpoint: u64) -> Result<(), RunError> {
+        let kept = dead_letter::send(&self.producer, &self.dlq_topic, dead, checkpoint as usize)?;
+        self.deliveries().sent(checkpoint);
+        if kept != Kept::All {
+            self.metrics.dlq_trimmed();
+        }
+        Ok(())
+    }
+
+    /// The size of the first record of `out` from index `from` on that is over the producer's
+    /// `message.max.bytes` as librdkafka counts it, if any.
+    pub(super) fn oversized(&self, out: &Records, from: usize) -> Option<usize> {
+        (out.records[from..].iter())
+            .map(|r| wire_size(out, r))
+            .find(|size| *size > self.max_bytes)
+    }
+
+    /// The producer's `message.max.bytes`.
+    pub(super) fn max_bytes(&self) -> usize {
+        self.max_bytes
     }
 }
 
-/// The dead letter of `msg` (read from `topic`) for `dlq_topic`: its key, value and timestamp,
-/// its headers and ones naming the error and where it came from; `opaque` is the delivery's.
-pub(crate) fn dead_letter_record<'a>(
-    dlq_topic: &'a str,
-    msg: &'a Record,
-    topic: &str,
-    error: &DecodeError,
-    opaque: usize,
-) -> BaseRecord<'a, [u8], [u8], usize> {
-    let mut record = BaseRecord::with_opaque_to(dlq_topic, opaque)
-        .timestamp(msg.timestamp)
-        .headers(dead_letter_headers(msg, topic, error));
-    if let Some(k) = &msg.key {
-        record = record.key(k.as_slice());
-    }
-    if let Some(v) = &msg.value {
-        record = record.payload(v.as_slice());
-    }
-    record
-}
-
-/// A dead letter's headers: the original record's, then ones naming the error and where the
-/// record came from (its topic, partition, offset and side).
-fn dead_letter_headers(msg: &Record, topic: &str, error: &DecodeError) -> OwnedHeaders {
-    let mut headers = OwnedHeaders::new();
-    for (key, value) in &msg.headers {
-        headers = headers.insert(Header {
-            key,
-            value: value.as_deref(),
-        });
-    }
-    let info = [
-        ("sidejoin.error", error.to_string()),
-        ("sidejoin.source.topic", topic.to_owned()),
-        ("sidejoin.source.partition", msg.source.to_string()),
-        ("sidejoin.source.offset", msg.offset.to_string()),
-        ("sidejoin.source.side", msg.side.name().to_owned()),
-    ];
-    for (key, value) in &info {
-        headers = headers.insert(Header {
-            key,
-            value: Some(value.as_bytes()),
-        });
-    }
-    headers
+/// librdkafka's most a record without headers takes (`rd_kafka_msg_max_wire_size`): its key,
+/// value and `RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD` (36 bytes of varints and attributes); a larger
+/// one than `message.max.bytes` is refused when handed to the producer.
+fn wire_size(out: &Records, r: &OutRecord) -> usize {
+    36 + out.key(r).map_or(0, <[u8]>::len) + out.value(r).map_or(0, <[u8]>::len)
 }
 
 /// How long a full producer queue is waited on before it is logged.

@@ -256,3 +256,52 @@ fn a_record_without_the_hashed_column_goes_to_the_dead_letter_topic_with_the_rea
     let want = upsert::replay_table(&env, all.iter().filter(|r| **r != bad));
     upsert::wait_for_table(&kafka_out(&env), &want, Instant::now() + WAIT);
 }
+
+#[test]
+fn a_record_that_panics_the_router_goes_to_the_dead_letter_topic() {
+    let (app, left, right, env) = env("rekey-panic", [2, 2, 1], "id,k");
+    let dlq = format!("{app}-dlq");
+    let env = with(
+        &env,
+        &[
+            ("SIDEJOIN_LEFT_HASH_BY", "k"),
+            ("SIDEJOIN_ON_ERROR", "dlq"),
+            ("SIDEJOIN_DLQ_TOPIC", &dlq),
+        ],
+    );
+    let t0 = kafka::now_ms();
+    let row = |id: u64, k: u64, v: &str, ts: i64| -> Pair {
+        let after = json!({"id": id, "k": k, "v": v});
+        let value = json!({"before": null, "after": after, "op": "c"});
+        (true, json!({"id": id}).to_string(), value.to_string(), ts)
+    };
+    // The router panics on it (`SJ_TEST_FAULT=panic_on_marker`) once it has routed it.
+    let poison = row(9, 3, "SJ_TEST_POISON", t0 + 3);
+    let mut all: Vec<Pair> = (1..=20).map(|k| upsert::right_row(k, k * 10, t0)).collect();
+    all.extend([
+        row(1, 1, "a", t0 + 2),
+        poison.clone(),
+        row(2, 3, "b", t0 + 4),
+    ]);
+    upsert::produce_sides(&left, &right, &all);
+    let run_env = with(&env, &[("SJ_TEST_FAULT", "panic_on_marker")]);
+    let mut a = Sidejoin::start("run", &kills::instance(&run_env, 0));
+    a.wait_ready(WAIT);
+    let dead = kafka::read_all(&dlq, 1, WAIT);
+    assert_eq!(dead.len(), 1, "{}", a.logs());
+    let reason = &dead[0].headers["sidejoin.error"];
+    assert!(
+        reason.contains("panicked") && reason.contains("panic_on_marker"),
+        "{reason}"
+    );
+    assert_eq!(dead[0].headers["sidejoin.source.topic"], left);
+    assert_eq!(dead[0].value_json()["after"]["v"], "SJ_TEST_POISON");
+    // The others are joined, the one after it on the same join key too.
+    let want = upsert::replay_table(&env, all.iter().filter(|r| **r != poison));
+    upsert::wait_for_table(&kafka_out(&env), &want, Instant::now() + WAIT);
+    assert_eq!(
+        a.metric("sidejoin_repartition_records_total", "result=\"error\""),
+        1.0
+    );
+    assert_eq!(a.get("/healthz").0, 200, "still running");
+}

@@ -15,6 +15,7 @@ mod kafka_errors;
 mod kafka_identity;
 mod kafka_instances;
 mod kafka_many_matches;
+mod kafka_poison;
 mod kafka_repartition;
 mod kafka_repartition_kills;
 mod kafka_security;

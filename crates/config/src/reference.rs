@@ -216,7 +216,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         vars: &["SIDEJOIN_ON_ERROR"],
         default: r#"`dlq`"#,
-        meaning: r#"undecodable records: `dlq`, `fail` (stop, exit 1) or `skip`"#,
+        meaning: r#"undecodable and poison records (processing one panicked, or its output is over the producer's `message.max.bytes`: see [Running against Kafka](../operations/kafka.md#poison-records)): `dlq`, `fail` (stop, exit 1) or `skip`"#,
     },
     Setting {
         vars: &["SIDEJOIN_DLQ_TOPIC"],

@@ -87,7 +87,7 @@ impl<S: Checkpointed> Protocol<S> {
     ) -> Result<(Checkpoint, u64), RunError> {
         let now_offsets = self.offsets(moved);
         let state_offsets = match self.fault {
-            Fault::None | Fault::HoldCheckpoint => now_offsets,
+            Fault::None | Fault::HoldCheckpoint | Fault::PanicOnMarker => now_offsets,
             Fault::OffsetsLate => std::mem::replace(&mut self.previous, now_offsets),
         };
         positions::write(&mut self.state, &state_offsets);

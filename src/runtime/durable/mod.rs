@@ -55,17 +55,7 @@ use super::RunError;
 
 pub(super) use positions::Offsets;
 
-/// A fault the tests inject to prove they catch it: the input offsets written into the state
-/// are those of the previous checkpoint (`SJ_TEST_FAULT=offsets_late`, the kill tests); the
-/// first checkpoint never ends (`hold_checkpoint`, the watchdog's test). Only builds with the
-/// `fault-hooks` feature make one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "fault-hooks"), allow(dead_code))]
-pub(super) enum Fault {
-    None,
-    OffsetsLate,
-    HoldCheckpoint,
-}
+pub(super) use super::faults::Fault;
 
 /// The durable state of one worker's tasks and the protocol that keeps it (module doc).
 pub(super) struct Protocol<S> {

@@ -146,6 +146,14 @@ impl<S: Checkpointed> Protocol<S> {
         Ok(())
     }
 
+    /// The input positions the local state of `tasks` reflects, after `discard` dropped what
+    /// was not committed (a rewind, `worker::poison`): what is persisted is exactly the last
+    /// committed checkpoint, so the changelog is not read — right after a commit its
+    /// watermarks (`read_committed`: the last stable offset) may not show that commit yet.
+    pub(crate) fn rewound(&mut self, tasks: &[Partition]) -> Result<Vec<Position>, RunError> {
+        self.positions_of(tasks)
+    }
+
     /// The input positions the restored state of `tasks` reflects.
     fn positions_of(&mut self, tasks: &[Partition]) -> Result<Vec<Position>, RunError> {
         let mut all = Vec::new();

@@ -31,6 +31,8 @@ pub struct JoinProcessor {
     readings: [Reading; 2],
     /// The JSON records of one input, before they are re-encoded as Avro.
     json_out: Records,
+    /// Records' keys are checked against their join key (`check_copartitioning`).
+    checks_keys: bool,
 }
 
 impl JoinProcessor {
@@ -50,6 +52,7 @@ impl JoinProcessor {
             avro_out: None,
             config: config.clone(),
             json_out: Records::default(),
+            checks_keys: false,
         }
     }
 
@@ -140,6 +143,7 @@ impl<S: JoinState + ?Sized> Processor<S> for JoinProcessor {
 
     fn check_copartitioning(&mut self) -> bool {
         self.pipeline.check_copartitioning(&self.config);
+        self.checks_keys = true;
         true
     }
 
@@ -185,6 +189,16 @@ impl<S: JoinState + ?Sized> Processor<S> for JoinProcessor {
         for p in tasks {
             self.pipeline.release_partition(state, *p);
         }
+    }
+
+    fn reset(&mut self) {
+        let stats = std::mem::take(self.pipeline.stats_mut());
+        self.pipeline = Pipeline::reading(&self.config, self.readings);
+        *self.pipeline.stats_mut() = stats;
+        if self.checks_keys {
+            self.pipeline.check_copartitioning(&self.config);
+        }
+        self.json_out.clear();
     }
 
     fn checkpoint(&mut self, state: &mut S) {

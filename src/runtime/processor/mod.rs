@@ -86,6 +86,9 @@ pub trait Processor<S: ?Sized>: Send {
     ) -> Result<(), StateError>;
     /// Tasks given up: what `state` and the processor hold of them is released.
     fn revoked(&mut self, state: &mut S, tasks: &[Partition]);
+    /// Forgets what it keeps in memory besides its counters, as if new (a panic may have left
+    /// it half-updated); the caller has released every task and assigns them again.
+    fn reset(&mut self) {}
     /// Writes what the processor keeps in memory into `state`, before a checkpoint seals it.
     fn checkpoint(&mut self, state: &mut S);
     /// Brings the metrics up to date.

@@ -36,15 +36,40 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::kafka::clients;
+use crate::kafka::transactions::TxnError;
 use crate::metrics::Metrics;
 use crate::plan::RouterPlan;
 
 use super::{RunError, StartupError};
-use route::{Router, Stop};
+use route::Router;
+
+/// Why a step stopped.
+enum Stop {
+    /// The instance must stop (its error says why).
+    Fatal(RunError),
+    /// The transaction is lost: resume from the last commit.
+    Retry(String),
+}
+
+impl From<KafkaError> for Stop {
+    fn from(e: KafkaError) -> Self {
+        Stop::Retry(crate::kafka::redact(&e))
+    }
+}
+
+impl From<TxnError> for Stop {
+    fn from(e: TxnError) -> Self {
+        match e.fatal {
+            true => Stop::Fatal(e.into()),
+            false => Stop::Retry(e.to_string()),
+        }
+    }
+}
 
 /// How often the lease's assignment is looked at.
 const LEASE_LOOK: Duration = Duration::from_millis(100);

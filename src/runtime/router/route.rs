@@ -2,6 +2,7 @@
 //! timestamp (`input`), each record decoded and re-keyed (`crate::routing`), the routed records
 //! and the source offsets committed in one transaction (`kafka::transactions`).
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,43 +19,23 @@ use crate::format::{DecodeError, Decoder};
 use crate::kafka::clients;
 use crate::kafka::context::HelperContext;
 use crate::kafka::deliveries::{Deliveries, ROUTED};
-use crate::kafka::transactions::{Transactions, TxnError};
+use crate::kafka::transactions::Transactions;
 use crate::metrics::Metrics;
 use crate::plan::RouterPlan;
 use crate::routing::{Placement, Route, Routed};
+use crate::runtime::dead_letter::{self, Dead};
+use crate::runtime::faults::{fault, Fault};
 use crate::runtime::input::{LaneSpec, Lanes, Merge, Record, Served};
-use crate::runtime::output::{dead_letter_record, send_when_room};
+use crate::runtime::output::send_when_room;
 use crate::runtime::{now_ms, RunError, StartupError};
 
 use super::upkeep::Upkeep;
+use super::Stop;
 
 /// Most records fetched from one source partition and not yet routed.
 const PER_PART: usize = 4_096;
 /// Most records routed per step, between looks at the lease and the commit clock.
 const PER_STEP: usize = 8_192;
-
-/// Why a step stopped.
-pub(super) enum Stop {
-    /// The instance must stop (its error says why).
-    Fatal(RunError),
-    /// The transaction is lost: resume from the last commit.
-    Retry(String),
-}
-
-impl From<KafkaError> for Stop {
-    fn from(e: KafkaError) -> Self {
-        Stop::Retry(crate::kafka::redact(&e))
-    }
-}
-
-impl From<TxnError> for Stop {
-    fn from(e: TxnError) -> Self {
-        match e.fatal {
-            true => Stop::Fatal(e.into()),
-            false => Stop::Retry(e.to_string()),
-        }
-    }
-}
 
 /// What an active router holds: its source partitions and its open transaction.
 struct Active {
@@ -78,6 +59,7 @@ pub(super) struct Router<'a> {
     last_commit: Instant,
     upkeep: Upkeep,
     metrics: Arc<Metrics>,
+    fault: Fault,
 }
 
 impl<'a> Router<'a> {
@@ -109,6 +91,7 @@ impl<'a> Router<'a> {
             last_commit: Instant::now(),
             upkeep: Upkeep::new(&cfg.kafka, plan),
             metrics,
+            fault: fault(),
         })
     }
 
@@ -300,15 +283,28 @@ impl<'a> Router<'a> {
     /// unroutable record is handled as `SIDEJOIN_ON_ERROR` says.
     fn route_one(&mut self, rec: &Record) -> Result<(), Stop> {
         let (key, value) = (rec.key.as_deref(), rec.value.as_deref());
-        let decoded = match &mut self.avro {
-            Some(avro) => avro
-                .decode(self.plan.side, key, value)
-                .and_then(|(k, v)| self.decoder.decode(k, v)),
-            None => self.decoder.decode(key, value),
-        };
-        let routed = decoded.and_then(|event: Option<Event>| match event {
-            Some(e) => self.route.route(e, &mut self.routed),
-            None => Ok(()),
+        let (side, fault) = (self.plan.side, self.fault);
+        // A panic is the record's error: nothing of it is routed (`routed` is cleared), and the
+        // decoders keep no state of a record.
+        let routed = catch_unwind(AssertUnwindSafe(|| {
+            let decoded = match &mut self.avro {
+                Some(avro) => {
+                    (avro.decode(side, key, value)).and_then(|(k, v)| self.decoder.decode(k, v))
+                }
+                None => self.decoder.decode(key, value),
+            };
+            let routed = decoded.and_then(|event: Option<Event>| match event {
+                Some(e) => self.route.route(e, &mut self.routed),
+                None => Ok(()),
+            });
+            fault.panic_on_marker(value);
+            routed
+        }))
+        .unwrap_or_else(|p| {
+            let message = dead_letter::panic_message(p.as_ref());
+            Err(DecodeError::new(format!(
+                "processing the record panicked: {message}"
+            )))
         });
         if let Err(e) = routed {
             self.routed.clear();
@@ -342,7 +338,7 @@ impl<'a> Router<'a> {
                 partition: rec.source,
                 offset: rec.offset,
                 side,
-                error: e.to_string(),
+                error: dead_letter::abbreviate(&e.to_string()).into_owned(),
             })),
             OnError::Skip => {
                 tracing::warn!(
@@ -353,9 +349,15 @@ impl<'a> Router<'a> {
                 Ok(())
             }
             OnError::Dlq => {
-                let record = dead_letter_record(&self.cfg.kafka.dlq_topic, rec, source, &e, ROUTED);
+                let reason = e.to_string();
+                let dead = Dead {
+                    msg: rec,
+                    topic: source,
+                    reason: &reason,
+                };
                 let producer = self.active.as_ref().expect("active").txn.producer();
-                Ok(send_when_room(producer, record, "dead letters")?)
+                dead_letter::send(producer, &self.cfg.kafka.dlq_topic, &dead, ROUTED)?;
+                Ok(())
             }
         }
     }

@@ -18,6 +18,15 @@ use super::super::RunError;
 use super::{now_ms, Worker};
 use sidejoin_store::Checkpointed;
 
+/// Where a take-over finds the state of the tasks it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Restore {
+    /// Verified against the changelog topics and brought up to date (an assignment).
+    Changelog,
+    /// As persisted locally: the last committed checkpoint (a rewind after `discard`).
+    Local,
+}
+
 impl<S: Checkpointed> Worker<'_, S> {
     /// Applies rebalance events (see `kafka::context`: the consumer waits for these calls).
     pub(super) fn apply_assignments(&mut self) -> Result<(), RunError> {
@@ -45,7 +54,7 @@ impl<S: Checkpointed> Worker<'_, S> {
                 }
                 Assignment::Assigned(list) => {
                     tracing::info!("partitions assigned: {list:?}");
-                    self.take_over(list)?;
+                    self.take_over(list, Restore::Changelog)?;
                 }
             }
         }
@@ -56,7 +65,11 @@ impl<S: Checkpointed> Worker<'_, S> {
     /// partitions no longer in it, restores new ones, and assigns the consumer at the offsets
     /// their state reflects (the group's committed offset, or the reset policy, where the state
     /// records none).
-    fn take_over(&mut self, list: Vec<(String, Partition)>) -> Result<(), RunError> {
+    pub(super) fn take_over(
+        &mut self,
+        list: Vec<(String, Partition)>,
+        from: Restore,
+    ) -> Result<(), RunError> {
         self.metrics.set_ready(false);
         let now: BTreeSet<Partition> = list.iter().map(|(_, p)| *p).collect();
         self.require_range_assignment(&list, &now)?;
@@ -66,7 +79,7 @@ impl<S: Checkpointed> Worker<'_, S> {
         }
         let new: Vec<Partition> = now.difference(&self.owned).copied().collect();
         if !new.is_empty() {
-            self.restore(&new)?;
+            self.restore(&new, from)?;
         }
         self.assign(&list)?;
         self.assigned = list.into_iter().collect();
@@ -104,8 +117,11 @@ impl<S: Checkpointed> Worker<'_, S> {
     }
 
     /// Restores the state of `new` tasks and the input positions it reflects.
-    fn restore(&mut self, new: &[Partition]) -> Result<(), RunError> {
-        let (positions, done) = self.protocol.restore(self.processor, new, self.shutdown)?;
+    fn restore(&mut self, new: &[Partition], from: Restore) -> Result<(), RunError> {
+        let (positions, done) = match from {
+            Restore::Changelog => self.protocol.restore(self.processor, new, self.shutdown)?,
+            Restore::Local => (self.protocol.rewound(new)?, Default::default()),
+        };
         for (p, offsets) in positions {
             let shown: Vec<Option<i64>> = offsets.iter().map(|(_, o)| *o).collect();
             tracing::info!(
@@ -148,7 +164,7 @@ impl<S: Checkpointed> Worker<'_, S> {
     }
 
     /// Drops every change not committed and forgets every partition.
-    fn discard(&mut self) {
+    pub(super) fn discard(&mut self) {
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
         self.protocol.discard(self.processor, &parts);
         self.owned.clear();
@@ -180,7 +196,11 @@ impl<S: Checkpointed> Worker<'_, S> {
             .protocol
             .commit(self.processor, &self.output, &consumer)
         {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                let (protocol, owned) = (&self.protocol, &self.owned);
+                (self.poisoned).committed(|s| protocol.position(s), |t| owned.contains(&t));
+                Ok(true)
+            }
             Err(RunError::Aborted(why)) => {
                 self.metrics.transaction(false);
                 tracing::warn!("checkpoint aborted ({why}): its work is dropped");
@@ -200,7 +220,7 @@ impl<S: Checkpointed> Worker<'_, S> {
                 tracing::info!(
                     "restoring the assigned partitions from the last committed checkpoint"
                 );
-                self.take_over(list)?;
+                self.take_over(list, Restore::Changelog)?;
             }
         }
         Ok(())

@@ -5,13 +5,16 @@
 //! the consumer context over a channel and are handled here, before librdkafka moves on (a
 //! rendezvous: revoked partitions are committed, new ones restored and assigned at the offsets
 //! their state reflects; `assignment`). Undecodable records follow `SIDEJOIN_ON_ERROR`
-//! (`records`).
+//! (`records`), and so do poison records — a panic while processing one, or an output record
+//! over the producer's size limit — after the worker's tasks are rewound to their last
+//! checkpoint (`poison`).
 //!
 //! What it does not do: decide the topology (the plan), check topics or probe keys
 //! (`startup`, before any worker starts), or route (`router`).
 
 mod assignment;
 mod batch;
+mod poison;
 mod records;
 mod start;
 
@@ -30,10 +33,12 @@ use crate::sink::Records;
 
 use super::broadcast::Broadcast;
 use super::durable::Protocol;
+use super::faults::Fault;
 use super::input::{Lanes, Merge};
 use super::output::Output;
 use super::processor::Processor;
 use super::streams::Inputs;
+use poison::Poisoned;
 
 pub(super) use start::{run_blocking, Job};
 
@@ -73,6 +78,10 @@ struct Worker<'a, S> {
     skipped_logged: u64,
     /// The (side, partition)s whose co-partitioning violation was logged.
     violations_logged: HashSet<(Side, Partition)>,
+    /// Records found poison, handled under `SIDEJOIN_ON_ERROR` when consumed again.
+    poisoned: Poisoned,
+    /// `SJ_TEST_FAULT`.
+    fault: Fault,
 }
 
 impl<S> Worker<'_, S> {

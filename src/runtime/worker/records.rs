@@ -1,14 +1,16 @@
-//! One record through a worker: the processor, then what `SIDEJOIN_ON_ERROR` and
+//! One record through a worker: the processor (panics caught, outputs checked against the
+//! producer's size limit: `poison`), then what `SIDEJOIN_ON_ERROR` and
 //! `SIDEJOIN_ON_COPARTITION_VIOLATION` say about it; its offset counts as consumed.
 
 use crate::config::OnViolation;
-use crate::format::DecodeError;
 use crate::pipeline::ErrorAction;
 
+use super::super::dead_letter::{abbreviate, Dead};
 use super::super::input::Record;
 use super::super::processor::{InRecord, RecordError};
 use super::super::streams::Stream;
 use super::super::RunError;
+use super::poison::Poison;
 use super::Worker;
 use sidejoin_store::Checkpointed;
 
@@ -20,8 +22,20 @@ impl<S: Checkpointed> Worker<'_, S> {
         Ok(())
     }
 
-    /// Handles one record at processing time `now` (epoch ms).
+    /// Handles one record at processing time `now` (epoch ms); a poison record (`poison`)
+    /// rewinds the worker to its last checkpoint.
     pub(super) fn handle(&mut self, msg: &Record, now: i64) -> Result<(), RunError> {
+        let stream = Stream {
+            side: msg.side,
+            task: msg.task,
+            source: msg.source,
+        };
+        if let Some(why) = self.poisoned.get(stream, msg.offset) {
+            // Met again after the rewind its poison caused: not processed again.
+            self.undecodable(msg, &why)?;
+            self.protocol.consumed(stream, msg.offset);
+            return Ok(());
+        }
         let rec = InRecord {
             side: msg.side,
             partition: msg.task,
@@ -29,27 +43,29 @@ impl<S: Checkpointed> Worker<'_, S> {
             key: msg.key.as_deref(),
             value: msg.value.as_deref(),
         };
-        let state = self.protocol.state();
-        let processed = self.processor.process(state, &rec, now, &mut self.out);
+        let before = self.out.len();
+        let processed = match self.process_caught(&rec, now) {
+            Ok(processed) => processed,
+            Err(message) => return self.rewind(msg, Poison::Panic(message)),
+        };
+        if let Some(size) = self.output.oversized(&self.out, before) {
+            let limit = self.output.max_bytes();
+            return self.rewind(msg, Poison::Oversized { size, limit });
+        }
         if let Some(why) = self.processor.take_violation() {
             self.copartition_violation(msg, why)?;
         }
         match processed {
             Ok(()) => {}
-            Err(RecordError::Decode(e)) => self.undecodable(msg, e)?,
+            Err(RecordError::Decode(e)) => self.undecodable(msg, &e.to_string())?,
             Err(RecordError::State(e)) => return Err(e.into()),
         }
-        let stream = Stream {
-            side: msg.side,
-            task: msg.task,
-            source: msg.source,
-        };
         self.protocol.consumed(stream, msg.offset);
         Ok(())
     }
 
-    /// `SIDEJOIN_ON_ERROR` for a record the processor could not decode.
-    fn undecodable(&mut self, msg: &Record, e: DecodeError) -> Result<(), RunError> {
+    /// `SIDEJOIN_ON_ERROR` for a record that could not be processed, for `why`.
+    fn undecodable(&mut self, msg: &Record, why: &str) -> Result<(), RunError> {
         let (side, partition, offset) = (msg.side, msg.task, msg.offset);
         let topic = self.inputs.topic(side);
         match self.processor.dispatch() {
@@ -58,12 +74,16 @@ impl<S: Checkpointed> Worker<'_, S> {
                 partition,
                 offset,
                 side,
-                error: e.to_string(),
+                error: abbreviate(why).into_owned(),
             }),
             ErrorAction::DeadLetter => {
-                tracing::debug!(topic, partition, "dead-lettering: {e}");
-                self.output
-                    .dead_letter(msg, topic, &e, self.protocol.epoch())
+                tracing::debug!(topic, partition, "dead-lettering: {}", abbreviate(why));
+                let dead = Dead {
+                    msg,
+                    topic,
+                    reason: why,
+                };
+                self.output.dead_letter(&dead, self.protocol.epoch())
             }
             ErrorAction::Skip => {
                 self.skipped_logged += 1;
@@ -72,8 +92,9 @@ impl<S: Checkpointed> Worker<'_, S> {
                         topic,
                         partition,
                         offset,
-                        "skipping undecodable record ({} so far): {e}",
-                        self.skipped_logged
+                        "skipping undecodable record ({} so far): {}",
+                        self.skipped_logged,
+                        abbreviate(why)
                     );
                 }
                 Ok(())

@@ -21,7 +21,8 @@ use crate::sink::Records;
 use sidejoin_store::Checkpointed;
 
 use super::super::broadcast::Broadcast;
-use super::super::durable::{identity, Fault, Parts, Protocol};
+use super::super::durable::{identity, Parts, Protocol};
+use super::super::faults::{fault, Fault};
 use super::super::input::{Lanes, Merge};
 use super::super::output::Output;
 use super::super::processor::Processor;
@@ -45,22 +46,6 @@ fn volume_id(dir: &std::path::Path) -> Result<String, RunError> {
             Ok(id)
         }
     }
-}
-
-/// A test hook, outside the configuration: the kill tests show they catch this fault. Read
-/// only in builds with the `fault-hooks` feature (the tests'); others ignore `SJ_TEST_FAULT`.
-#[cfg(feature = "fault-hooks")]
-fn fault() -> Fault {
-    match std::env::var("SJ_TEST_FAULT").as_deref() {
-        Ok("offsets_late") => Fault::OffsetsLate,
-        Ok("hold_checkpoint") => Fault::HoldCheckpoint,
-        _ => Fault::None,
-    }
-}
-
-#[cfg(not(feature = "fault-hooks"))]
-fn fault() -> Fault {
-    Fault::None
 }
 
 /// A worker's producers and the transactional id of the first.
@@ -170,6 +155,7 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
         &plan.output.topic,
         plan.output.partitions,
         &cfg.kafka.dlq_topic,
+        clients::max_message_bytes(&cfg.kafka),
     );
     let mut worker = Worker {
         cfg,
@@ -188,6 +174,8 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
         out: Records::default(),
         skipped_logged: 0,
         violations_logged: HashSet::new(),
+        poisoned: super::Poisoned::default(),
+        fault: fault(),
     };
     // Cancelled while waiting: the loop stops at once, with nothing to commit.
     job.gate.arrive(shutdown);
@@ -242,19 +230,5 @@ impl<S> Worker<'_, S> {
             crate::kafka::describe_properties(&self.cfg.kafka)
         );
         Ok(())
-    }
-}
-
-#[cfg(all(test, not(feature = "fault-hooks")))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_build_without_fault_hooks_ignores_sj_test_fault() {
-        std::env::set_var("SJ_TEST_FAULT", "offsets_late");
-        assert_eq!(fault(), Fault::None);
-        std::env::set_var("SJ_TEST_FAULT", "hold_checkpoint");
-        assert_eq!(fault(), Fault::None);
-        std::env::remove_var("SJ_TEST_FAULT");
     }
 }
