@@ -100,4 +100,41 @@ mod tests {
         assert!(decode(&[]).is_err());
         assert!(decode(&[1, 0]).is_err());
     }
+
+    /// A row of exactly `len` bytes of JSON text.
+    fn row_of(len: usize) -> Row {
+        let pad = "x".repeat(len - r#"{"a":1,"b":""}"#.len());
+        Row::parse(format!(r#"{{"a":1,"b":"{pad}"}}"#).as_bytes()).unwrap()
+    }
+
+    /// Stored rows whose text crosses the offset widths (1 byte under 256 bytes, 2 under
+    /// 64 KiB, 4 above), each corrupted by flipping, dropping or adding a byte anywhere near
+    /// the ends: never a panic; what decodes is JSON with every column readable.
+    #[test]
+    fn corrupt_stored_rows_are_errors_or_whole_rows() {
+        for len in [255, 256, 65_535, 65_536] {
+            let value = encode(&StateValue::Timed(TimedRow {
+                row: row_of(len),
+                matched: true,
+                padded: false,
+            }));
+            let near_ends = (0..24).chain(value.len() - 24..value.len());
+            for at in near_ends {
+                let mut variants = vec![value.clone(), value.clone(), value.clone()];
+                variants[0][at] ^= 0x22;
+                variants[1].remove(at);
+                variants[2].insert(at, b'"');
+                for v in variants {
+                    let Ok(StateValue::Timed(t)) = decode(&v) else {
+                        continue;
+                    };
+                    serde_json::from_slice::<serde_json::Value>(t.row.json()).unwrap();
+                    for (i, (name, value)) in t.row.columns().enumerate() {
+                        assert_eq!(t.row.column(i).1.as_bytes(), value.as_bytes());
+                        assert!(t.row.get(name).is_some());
+                    }
+                }
+            }
+        }
+    }
 }
