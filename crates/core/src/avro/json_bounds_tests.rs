@@ -68,6 +68,23 @@ fn two_thousand_blocks_of_null_items_hit_the_output_bound() {
     );
 }
 
+/// Fuzzing found it (avro_round_trip): 4,216 zero-size fixed items in one block — as the
+/// encoder writes them — were refused by a block count bounded by the bytes left.
+#[test]
+fn a_block_of_zero_width_items_is_valid() {
+    let schema = r#"{"type":"array","items":{"type":"fixed","name":"Z","size":0}}"#;
+    let mut body = Vec::new();
+    varint(4216, &mut body);
+    body.push(0);
+    let text = timed(schema, &body).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value.as_array().map(Vec::len), Some(4216));
+    let schema = Schema::parse_str(schema).unwrap();
+    let mut again = Vec::new();
+    crate::avro::encode::encode(&schema, &Names::new(), &value, &mut again).unwrap();
+    assert_eq!(again, body);
+}
+
 #[test]
 fn a_schema_of_precision_2e9_is_refused() {
     let schema =
