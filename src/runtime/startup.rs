@@ -11,6 +11,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, OnViolation};
+use crate::engine::keyhash::KeyHasher;
 use crate::engine::MemoryState;
 use crate::kafka::topics::{self, TopicError};
 use crate::plan::{self, Plan, WorkerPlan};
@@ -40,10 +41,19 @@ fn open_stores(cfg: &Config, mode: RunMode) -> Result<Option<Vec<RocksState>>, R
         return Ok(None);
     }
     let stores = (plan::worker_plans(cfg).iter())
-        .map(|w| RocksState::open(&w.state_dir, &store_options(w)))
+        .map(|w| {
+            RocksState::open(&w.state_dir, &store_options(w))
+                .map(|s| s.with_key_hasher(random_key_hasher()))
+        })
         .collect::<Result<_, _>>()
         .map_err(|e| RunError::StateDir(e.to_string()))?;
     Ok(Some(stores))
+}
+
+/// The hasher of a store's join keys, keyed at random against hash flooding (the engine takes
+/// it from here: it draws no randomness itself; `engine::keyhash`).
+fn random_key_hasher() -> KeyHasher {
+    KeyHasher::random(std::hash::RandomState::new())
 }
 
 fn store_options(w: &WorkerPlan) -> StoreOptions {
@@ -84,7 +94,8 @@ pub(super) fn prepare(
             let each = (0..plan.workers.len())
                 .map(|_| {
                     let p = Box::new(PassthroughProcessor::default());
-                    (p as Box<dyn Processor<MemoryState>>, MemoryState::new())
+                    let state = MemoryState::with_hasher(random_key_hasher());
+                    (p as Box<dyn Processor<MemoryState>>, state)
                 })
                 .collect();
             Started::Volatile(Workers { plan, each })
@@ -94,7 +105,7 @@ pub(super) fn prepare(
                 .map(|_| {
                     (
                         join() as Box<dyn Processor<MemoryState>>,
-                        MemoryState::new(),
+                        MemoryState::with_hasher(random_key_hasher()),
                     )
                 })
                 .collect();
