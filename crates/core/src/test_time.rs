@@ -16,7 +16,9 @@ fn now() -> Result<Duration, Instant> {
     Ok(Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
 }
 
-/// Runs `f`, prints its CPU time, and fails the test when it is `bound` or more.
+/// Runs `f`, prints its CPU time, and fails the test when it is `bound` or more — in optimised
+/// builds only (`scripts/test.sh` runs the tests `--release`): unoptimised code is several
+/// times slower, and the bound is about the algorithm, not the build.
 pub(crate) fn within<T>(bound: Duration, what: &str, f: impl FnOnce() -> T) -> T {
     let start = now();
     let t = f();
@@ -25,6 +27,8 @@ pub(crate) fn within<T>(bound: Duration, what: &str, f: impl FnOnce() -> T) -> T
         (Err(a), _) | (_, Err(a)) => a.elapsed(),
     };
     eprintln!("{what}: {took:?} of CPU");
-    assert!(took < bound, "{what} took {took:?} (bound {bound:?})");
+    if !cfg!(debug_assertions) {
+        assert!(took < bound, "{what} took {took:?} (bound {bound:?})");
+    }
     t
 }
