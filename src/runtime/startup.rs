@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
 use crate::config::{Config, OnViolation};
+use crate::engine::keyhash::KeyHasher;
 use crate::engine::MemoryState;
 use crate::kafka::clients;
 use crate::kafka::topics::{self, TopicError};
@@ -47,7 +48,8 @@ fn open_stores(cfg: &Config, mode: RunMode) -> Result<Option<Vec<(RocksState, bo
     let stores = (plan::worker_plans(cfg).iter())
         .map(|w| {
             let held = identity::holds_state(&w.state_dir);
-            RocksState::open(&w.state_dir, &store_options(w)).map(|s| (s, held))
+            RocksState::open(&w.state_dir, &store_options(w))
+                .map(|s| (s.with_key_hasher(random_key_hasher()), held))
         })
         .collect::<Result<_, _>>()
         .map_err(|e| RunError::StateDir(e.to_string()))?;
@@ -78,6 +80,7 @@ fn identify(
                 drop(store);
                 identity::empty(dir)?;
                 RocksState::open(dir, &store_options(w))
+                    .map(|s| s.with_key_hasher(random_key_hasher()))
                     .map_err(|e| RunError::StateDir(e.to_string()))?
             }
         };
@@ -85,6 +88,12 @@ fn identify(
         kept.push(store);
     }
     Ok(kept)
+}
+
+/// The hasher of a store's join keys, keyed at random against hash flooding (the engine takes
+/// it from here: it draws no randomness itself; `engine::keyhash`).
+fn random_key_hasher() -> KeyHasher {
+    KeyHasher::random(std::hash::RandomState::new())
 }
 
 fn store_options(w: &WorkerPlan) -> StoreOptions {
@@ -129,7 +138,8 @@ pub(super) fn prepare(
             let each = (0..plan.workers.len())
                 .map(|_| {
                     let p = Box::new(PassthroughProcessor::default());
-                    (p as Box<dyn Processor<MemoryState>>, MemoryState::new())
+                    let state = MemoryState::with_hasher(random_key_hasher());
+                    (p as Box<dyn Processor<MemoryState>>, state)
                 })
                 .collect();
             Started::Volatile(Workers { plan, each })
@@ -139,7 +149,7 @@ pub(super) fn prepare(
                 .map(|_| {
                     (
                         join() as Box<dyn Processor<MemoryState>>,
-                        MemoryState::new(),
+                        MemoryState::with_hasher(random_key_hasher()),
                     )
                 })
                 .collect();

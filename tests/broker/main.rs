@@ -9,6 +9,7 @@ mod dashboard_metrics;
 mod kafka_broadcast;
 mod kafka_changelog;
 mod kafka_copartition;
+mod kafka_corrupt_state;
 mod kafka_crash;
 mod kafka_e2e;
 mod kafka_errors;

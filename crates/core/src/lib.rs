@@ -21,3 +21,6 @@ pub mod routing;
 pub mod row;
 pub mod sink;
 pub mod stats;
+
+#[cfg(test)]
+mod test_time;

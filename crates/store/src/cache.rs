@@ -9,10 +9,10 @@
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
-use rustc_hash::FxBuildHasher;
 
 use crate::change::Partition;
 use crate::engine::groups::{Group, Key};
+use crate::engine::keyhash::KeyHasher;
 use crate::engine::state::StateValue;
 
 /// What one group of the cache holds.
@@ -35,7 +35,7 @@ fn item_weight(key: &[u8], value: &Option<StateValue>) -> usize {
 }
 
 pub(crate) struct Cache {
-    lru: LruCache<Key, Cached, FxBuildHasher>,
+    lru: LruCache<Key, Cached, KeyHasher>,
     weight: usize,
     budget: usize,
     pub hits: u64,
@@ -45,11 +45,20 @@ pub(crate) struct Cache {
 impl Cache {
     pub(crate) fn new(budget_bytes: usize) -> Self {
         Cache {
-            lru: LruCache::unbounded_with_hasher(FxBuildHasher),
+            lru: LruCache::unbounded_with_hasher(KeyHasher::default()),
             weight: 0,
             budget: budget_bytes,
             hits: 0,
             misses: 0,
+        }
+    }
+
+    /// The same, empty, hashing keys with `hasher`.
+    pub(crate) fn rehashed(self, hasher: KeyHasher) -> Self {
+        Cache {
+            lru: LruCache::unbounded_with_hasher(hasher),
+            weight: 0,
+            ..self
         }
     }
 

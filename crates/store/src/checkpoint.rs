@@ -156,7 +156,8 @@ impl Checkpointed for RocksState {
     fn seal_mirrored(&mut self, mirror: &mut Mirror<'_>) -> Result<Checkpoint, StateError> {
         let id = self.next;
         self.next += 1;
-        let writes = std::mem::take(&mut self.open);
+        let fresh = Groups::with_hasher(self.open.hasher().clone());
+        let writes = std::mem::replace(&mut self.open, fresh);
         self.open_writes = 0;
         // In key order: RocksDB's memtable inserts a sorted batch next to the previous key
         // instead of searching its skip list from the top for each. Groups are prefix-free and
@@ -207,7 +208,7 @@ impl Checkpointed for RocksState {
 
     fn discard_unpersisted(&mut self) {
         // The cache holds only what RocksDB holds (reads and persisted writes), so it stays.
-        self.open = Groups::default();
+        self.open = Groups::with_hasher(self.open.hasher().clone());
         self.open_writes = 0;
         self.sealed.clear();
     }

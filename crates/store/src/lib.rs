@@ -38,6 +38,7 @@ use rocksdb::{WriteBatch, DB};
 use rustc_hash::FxHashSet;
 
 use crate::engine::groups::{Groups, Key};
+use crate::engine::keyhash::KeyHasher;
 use crate::engine::state::StateValue;
 
 pub use checkpoint::{Checkpoint, Checkpointed, Mirror};
@@ -164,6 +165,14 @@ impl RocksState {
     /// engine directly and never call `flush`).
     pub fn with_auto_flush(mut self, entries: usize) -> Self {
         self.auto_flush = Some(entries.max(1));
+        self
+    }
+
+    /// Hashes the group keys of the buffered writes and the cache with `hasher` (the runtime's
+    /// is keyed at random against hash flooding: `engine::keyhash`); before any write.
+    pub fn with_key_hasher(mut self, hasher: KeyHasher) -> Self {
+        self.open = Groups::with_hasher(hasher.clone());
+        self.cache = self.cache.rehashed(hasher);
         self
     }
 

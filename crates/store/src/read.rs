@@ -20,6 +20,7 @@ fn read_failed(what: &str, e: rocksdb::Error) -> StateError {
 /// A stored value, decoded; one that does not decode is named by its key.
 fn decode(key: &[u8], bytes: &[u8]) -> Result<StateValue, StateError> {
     codec::decode(bytes).map_err(|why| StateError::Corrupt {
+        partition: crate::engine::layout::partition_of(key),
         key: format!("{key:02x?}"),
         why,
     })

@@ -119,3 +119,27 @@ fn older_state_directories_are_refused() {
         .expect("refused");
     assert!(err.0.contains("older sidejoin"), "{}", err.0);
 }
+
+/// Issue 22: a value corrupted on disk is a typed error naming the input partition and the fix
+/// (the runtime ends the run with it), and a changelog record that is no state value is refused
+/// while restoring; neither panics.
+#[test]
+fn corrupt_stored_values_and_changelog_records_are_named_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = RocksState::open(dir.path(), &StoreOptions::default()).unwrap();
+    let group = 7i32.to_be_bytes().to_vec();
+    let mut key = group.clone();
+    key.extend_from_slice(b"item");
+    // `{"n":"2345}`: a string that never closes, so its span would run past the text.
+    let mut bad = codec::encode(&row(12345));
+    let at = bad.len() - 6;
+    bad[at] = b'"';
+    s.db.put(&key, &bad).unwrap();
+    let e = s.get(&group, b"item").unwrap_err().to_string();
+    assert!(
+        e.contains("input partition 7") && e.contains("SIDEJOIN_STATE_DIR"),
+        "{e}"
+    );
+    let e = s.load(&key, Some(b"\x01garbage")).unwrap_err().to_string();
+    assert!(e.contains("does not hold a state value"), "{e}");
+}

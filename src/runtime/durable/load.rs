@@ -106,6 +106,11 @@ impl<S: Checkpointed> Protocol<S> {
     }
 }
 
+/// What to do about a changelog record that is not a state value (docs/src/operations/hostile-input.md#stored-data).
+const FIX_CHANGELOG: &str = "fix: rebuild the state — stop every instance, delete the \
+     application's changelog topics and state directories, and reset its consumer group to the \
+     earliest offsets, so that the inputs are read again; see the book, Hostile input";
+
 /// Loads one changelog record into `state`; `false` for a record without a key.
 fn load<S: Checkpointed>(
     state: &mut S,
@@ -124,9 +129,11 @@ fn load<S: Checkpointed>(
     }
     state.load(key, msg.payload()).map_err(|e| {
         RunError::Restore(format!(
-            "changelog `{topic}` partition {} offset {}: {e}",
+            "changelog `{topic}` partition {} offset {}: {e}; the partition's state cannot be \
+             restored past a record sidejoin did not write ({})",
             msg.partition(),
-            msg.offset()
+            msg.offset(),
+            FIX_CHANGELOG
         ))
     })?;
     Ok(true)

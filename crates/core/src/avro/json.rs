@@ -28,6 +28,28 @@ mod reader;
 /// Deepest nesting of records, arrays, maps and unions in one datum.
 pub const MAX_DEPTH: usize = 128;
 
+/// The JSON of one datum may be at most this many times its body's size, plus
+/// `OUTPUT_ALLOWANCE`: zero-width values (`null`, empty records, array items of those) cost no
+/// body bytes, so only a bound on the output keeps a forged block count from writing forever.
+pub const OUTPUT_FACTOR: usize = 64;
+
+/// The output a datum may write regardless of its body's size (a record of null fields).
+pub const OUTPUT_ALLOWANCE: usize = 1 << 20;
+
+/// The largest decimal scale (digits after the point) and precision a datum or schema may name.
+pub const MAX_DECIMAL_DIGITS: usize = 1_000;
+
+/// The longest unscaled decimal value, in bytes (2,466 decimal digits): the text conversion
+/// divides the whole value once per digit, so its cost grows with the square of this.
+pub const MAX_DECIMAL_BYTES: usize = 1_024;
+
+/// The most JSON a body of `body_len` bytes may decode to.
+pub fn datum_output_limit(body_len: usize) -> usize {
+    body_len
+        .saturating_mul(OUTPUT_FACTOR)
+        .saturating_add(OUTPUT_ALLOWANCE)
+}
+
 /// Decodes the whole of `body` as one datum of `schema`, appending its JSON to `out`.
 pub fn datum_to_json(
     schema: &Schema,
@@ -39,6 +61,8 @@ pub fn datum_to_json(
         bytes: body,
         pos: 0,
         names,
+        limit: out.len().saturating_add(datum_output_limit(body.len())),
+        held: 0,
     };
     r.value(schema, out, 0)?;
     if r.pos != body.len() {
@@ -56,6 +80,10 @@ struct Reader<'a, 'n> {
     bytes: &'a [u8],
     pos: usize,
     names: &'n Names,
+    /// The most output `out.len() + held` may reach (`datum_output_limit`).
+    limit: usize,
+    /// Output written to buffers other than the `out` at hand (map entries not yet sorted).
+    held: usize,
 }
 
 impl<'a, 'n> Reader<'a, 'n> {
@@ -64,6 +92,13 @@ impl<'a, 'n> Reader<'a, 'n> {
     fn value(&mut self, schema: &Schema, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
         if depth > MAX_DEPTH {
             return Err(format!("nested deeper than {MAX_DEPTH} levels"));
+        }
+        // Every value writes at least 2 bytes, so this bounds the work too.
+        if out.len() + self.held > self.limit {
+            return Err(format!(
+                "the datum's JSON exceeds {OUTPUT_FACTOR} times its {}-byte body plus {OUTPUT_ALLOWANCE} bytes (zero-width items?)",
+                self.bytes.len()
+            ));
         }
         match schema {
             Schema::Null => out.extend_from_slice(b"null"),
@@ -87,10 +122,18 @@ impl<'a, 'n> Reader<'a, 'n> {
                 let target = self.lookup(name)?;
                 self.value(target, out, depth + 1)?;
             }
-            Schema::Decimal(d) => decimal(self.unscaled(&d.inner)?, d.scale, out),
+            Schema::Decimal(d) => {
+                if d.precision.max(d.scale) > MAX_DECIMAL_DIGITS {
+                    return Err(format!(
+                        "a decimal schema of precision {} and scale {}: over the limit of {MAX_DECIMAL_DIGITS} digits",
+                        d.precision, d.scale
+                    ));
+                }
+                decimal(unscaled_bounded(self.unscaled(&d.inner)?)?, d.scale, out);
+            }
             Schema::BigDecimal => {
                 let (unscaled, scale) = self.big_decimal()?;
-                decimal(unscaled, scale, out);
+                decimal(unscaled_bounded(unscaled)?, scale, out);
             }
             Schema::Uuid(UuidSchema::String) => string(self.string()?, out),
             Schema::Uuid(UuidSchema::Bytes) => uuid(self.bytes()?, out)?,
@@ -183,11 +226,17 @@ impl<'a, 'n> Reader<'a, 'n> {
             bytes: inner,
             pos: 0,
             names: self.names,
+            limit: 0,
+            held: 0,
         };
         let unscaled = sub.bytes()?;
         let scale = sub.long()?;
-        let scale = usize::try_from(scale).map_err(|_| format!("big-decimal scale {scale}"))?;
-        Ok((unscaled, scale))
+        match usize::try_from(scale) {
+            Ok(scale) if scale <= MAX_DECIMAL_DIGITS => Ok((unscaled, scale)),
+            _ => Err(format!(
+                "a big-decimal of scale {scale}: not within 0..={MAX_DECIMAL_DIGITS}"
+            )),
+        }
     }
 
     /// A date: an int of days since 1970-01-01.
@@ -216,6 +265,8 @@ impl<'a, 'n> Reader<'a, 'n> {
 
     fn map(&mut self, values: &Schema, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
         let mut entries: Vec<(&str, Vec<u8>)> = Vec::new();
+        let held = self.held;
+        self.held += out.len();
         loop {
             let n = self.block()?;
             if n == 0 {
@@ -225,9 +276,11 @@ impl<'a, 'n> Reader<'a, 'n> {
                 let k = self.string()?;
                 let mut v = Vec::new();
                 self.value(values, &mut v, depth + 1)?;
+                self.held += k.len() + v.len() + 4;
                 entries.push((k, v));
             }
         }
+        self.held = held;
         // Sorted, and a repeated key keeps its last value (as JSON objects do).
         entries.sort_by(|a, b| a.0.cmp(b.0));
         entries.dedup_by(|later, earlier| {
@@ -258,6 +311,21 @@ impl<'a, 'n> Reader<'a, 'n> {
     }
 }
 
+/// A decimal's unscaled bytes, if within `MAX_DECIMAL_BYTES`.
+fn unscaled_bounded(raw: &[u8]) -> Result<&[u8], String> {
+    if raw.len() > MAX_DECIMAL_BYTES {
+        return Err(format!(
+            "a decimal of {} bytes: over the limit of {MAX_DECIMAL_BYTES} bytes",
+            raw.len()
+        ));
+    }
+    Ok(raw)
+}
+
 #[cfg(test)]
 #[path = "json_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "json_bounds_tests.rs"]
+mod bounds_tests;

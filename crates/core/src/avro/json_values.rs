@@ -51,7 +51,7 @@ pub fn base64(bytes: &[u8]) -> String {
 pub(super) fn decimal(raw: &[u8], scale: usize, out: &mut Vec<u8>) {
     let negative = raw.first().is_some_and(|b| b & 0x80 != 0);
     // Magnitude, big-endian.
-    let mut mag: Vec<u8> = if negative {
+    let mag: Vec<u8> = if negative {
         let mut m: Vec<u8> = raw.iter().map(|b| !b).collect();
         for b in m.iter_mut().rev() {
             let (v, carry) = b.overflowing_add(1);
@@ -64,16 +64,34 @@ pub(super) fn decimal(raw: &[u8], scale: usize, out: &mut Vec<u8>) {
     } else {
         raw.to_vec()
     };
-    // Decimal digits by repeated division by 10.
+    // Decimal digits, least significant first: the magnitude as 32-bit limbs (most significant
+    // first) divided by 10^9 until nothing is left, 9 digits per division (`MAX_DECIMAL_BYTES`
+    // keeps the quadratic cost in microseconds).
+    let pad = (4 - mag.len() % 4) % 4;
+    let padded: Vec<u8> = std::iter::repeat_n(0, pad).chain(mag).collect();
+    let mut limbs: Vec<u32> = padded
+        .chunks(4)
+        .map(|c| u32::from_be_bytes(c.try_into().expect("4 bytes")))
+        .collect();
     let mut digits = Vec::new();
-    while mag.iter().any(|&b| b != 0) {
-        let mut rem = 0u32;
-        for b in mag.iter_mut() {
-            let cur = rem << 8 | u32::from(*b);
-            *b = (cur / 10) as u8;
-            rem = cur % 10;
+    let mut first = limbs.iter().position(|&l| l != 0).unwrap_or(limbs.len());
+    while first < limbs.len() {
+        let mut rem = 0u64;
+        for l in &mut limbs[first..] {
+            let cur = rem << 32 | u64::from(*l);
+            *l = (cur / 1_000_000_000) as u32;
+            rem = cur % 1_000_000_000;
         }
-        digits.push(b'0' + rem as u8);
+        for _ in 0..9 {
+            digits.push(b'0' + (rem % 10) as u8);
+            rem /= 10;
+        }
+        while first < limbs.len() && limbs[first] == 0 {
+            first += 1;
+        }
+    }
+    while digits.last() == Some(&b'0') {
+        digits.pop();
     }
     while digits.len() <= scale {
         digits.push(b'0');

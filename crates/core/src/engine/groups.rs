@@ -9,9 +9,11 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use rustc_hash::FxHashMap;
+use std::collections::HashMap;
+
 use smallvec::SmallVec;
 
+use super::keyhash::KeyHasher;
 use crate::change::Partition;
 
 /// Items a group keeps in a sorted vector before it moves to a B-tree.
@@ -130,18 +132,28 @@ impl<'a, V> Iterator for Range<'a, V> {
 /// Groups by their key.
 #[derive(Debug, Clone)]
 pub struct Groups<V> {
-    map: FxHashMap<Key, Group<V>>,
+    map: HashMap<Key, Group<V>, KeyHasher>,
 }
 
 impl<V> Default for Groups<V> {
     fn default() -> Self {
-        Groups {
-            map: FxHashMap::default(),
-        }
+        Self::with_hasher(KeyHasher::default())
     }
 }
 
 impl<V> Groups<V> {
+    /// Empty, hashing group keys with `hasher` (`keyhash`: the runtime's is keyed at random).
+    pub fn with_hasher(hasher: KeyHasher) -> Self {
+        Groups {
+            map: HashMap::with_hasher(hasher),
+        }
+    }
+
+    /// The hasher of the group keys.
+    pub fn hasher(&self) -> &KeyHasher {
+        self.map.hasher()
+    }
+
     pub fn group(&self, group: &[u8]) -> Option<&Group<V>> {
         self.map.get(group)
     }

@@ -12,9 +12,9 @@ use std::hash::BuildHasher;
 use std::ptr::NonNull;
 
 use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
 
 use super::groups::Groups;
+use super::keyhash::KeyHasher;
 use super::state::{JoinState, StateError, StateValue};
 use crate::change::Partition;
 
@@ -128,10 +128,6 @@ impl std::fmt::Debug for Single {
     }
 }
 
-fn hash(group: &[u8]) -> u64 {
-    FxBuildHasher.hash_one(group)
-}
-
 /// A `JoinState` held entirely in memory.
 #[derive(Debug, Default)]
 pub struct MemoryState {
@@ -140,8 +136,21 @@ pub struct MemoryState {
 }
 
 impl MemoryState {
+    /// Group keys hashed with `KeyHasher`'s fixed default key (replay, tests).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Group keys hashed with `hasher` (the runtime's, keyed at random: `keyhash`).
+    pub fn with_hasher(hasher: KeyHasher) -> Self {
+        MemoryState {
+            singles: HashTable::new(),
+            groups: Groups::with_hasher(hasher),
+        }
+    }
+
+    fn hash(&self, group: &[u8]) -> u64 {
+        self.groups.hasher().hash_one(group)
     }
 
     /// Number of items over all groups (for tests and diagnostics).
@@ -157,7 +166,7 @@ impl MemoryState {
 impl JoinState for MemoryState {
     fn get(&mut self, group: &[u8], item: &[u8]) -> Result<Option<StateValue>, StateError> {
         Ok(
-            match self.singles.find(hash(group), |s| s.group() == group) {
+            match self.singles.find(self.hash(group), |s| s.group() == group) {
                 Some(s) => (s.item() == item).then(|| s.value().clone()),
                 None => self.groups.get(group, item).cloned(),
             },
@@ -165,7 +174,7 @@ impl JoinState for MemoryState {
     }
 
     fn put(&mut self, group: &[u8], item: &[u8], value: StateValue) {
-        let h = hash(group);
+        let h = self.hash(group);
         if let Ok(entry) = self.singles.find_entry(h, |s| s.group() == group) {
             if entry.get().item() == item {
                 let mut entry = entry;
@@ -185,7 +194,8 @@ impl JoinState for MemoryState {
         }
         match Single::new(group, item, value) {
             Ok(single) => {
-                self.singles.insert_unique(h, single, |s| hash(s.group()));
+                self.singles
+                    .insert_unique(h, single, |s| self.groups.hasher().hash_one(s.group()));
             }
             Err(value) => {
                 self.groups.put(group, item, value);
@@ -194,7 +204,10 @@ impl JoinState for MemoryState {
     }
 
     fn delete(&mut self, group: &[u8], item: &[u8]) {
-        match self.singles.find_entry(hash(group), |s| s.group() == group) {
+        match self
+            .singles
+            .find_entry(self.hash(group), |s| s.group() == group)
+        {
             Ok(entry) => {
                 if entry.get().item() == item {
                     entry.remove();
@@ -218,7 +231,7 @@ impl JoinState for MemoryState {
         from: &[u8],
         visit: &mut dyn FnMut(&[u8], &StateValue) -> bool,
     ) -> Result<(), StateError> {
-        if let Some(s) = self.singles.find(hash(group), |s| s.group() == group) {
+        if let Some(s) = self.singles.find(self.hash(group), |s| s.group() == group) {
             if s.item() >= from {
                 visit(s.item(), s.value());
             }

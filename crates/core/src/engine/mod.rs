@@ -8,6 +8,7 @@ pub mod column;
 pub mod filter;
 pub mod groups;
 pub mod interval;
+pub mod keyhash;
 pub mod layout;
 pub mod memory;
 pub mod normalize;

@@ -9,11 +9,14 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
+mod taken;
+
 use super::column::Column;
 use crate::change::Side;
 use crate::config::select::{Select, SelectItem};
 use crate::row::shape::UNKNOWN;
 use crate::row::{escape_name, Row};
+use taken::Taken;
 
 /// Where one column of a projected output row is, in the output buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,22 +144,6 @@ pub(super) fn pick<'r>(
     }
 }
 
-/// The first free name among `base`, `base0`, `base1`, … given the names taken.
-fn free_name(base: &[u8], taken: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
-    if !taken(base) {
-        return base.to_vec();
-    }
-    let mut name = base.to_vec();
-    for i in 0u64.. {
-        name.truncate(base.len());
-        name.extend_from_slice(i.to_string().as_bytes());
-        if !taken(&name) {
-            break;
-        }
-    }
-    name
-}
-
 impl Projection {
     pub fn new(items: Vec<SelectItem>) -> Self {
         let select = Select::new(items);
@@ -247,20 +234,18 @@ impl Projection {
     /// given, every other column under its first free name (the names `Select` fixes, for lists
     /// without `*`), each with where its value is in those rows.
     fn layout(&self, left: Option<&Row>, right: Option<&Row>) -> Layout {
-        let mut names: Vec<Vec<u8>> = Vec::new();
+        let mut names = Taken::default();
         // (output name, side, source, whether the name is the input column's own)
         let mut columns: Vec<(Vec<u8>, Side, Source, bool)> = Vec::new();
-        let mut add = |names: &mut Vec<Vec<u8>>, base: &[u8], free: bool, side, source| {
+        let mut add = |names: &mut Taken, base: &[u8], free: bool, side, source| {
             let name = if free {
-                free_name(base, &|n| {
-                    self.reserved.iter().any(|r| r == n) || names.iter().any(|t| t == n)
-                })
+                names.free_name(base, &self.reserved)
             } else {
+                names.names.insert(base.to_vec());
                 base.to_vec()
             };
             let own = free && name == base;
-            columns.push((name.clone(), side, source, own));
-            names.push(name);
+            columns.push((name, side, source, own));
         };
         for item in &self.items {
             match item {

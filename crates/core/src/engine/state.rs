@@ -78,9 +78,26 @@ pub enum StateError {
     /// The store's own error (RocksDB's message).
     #[error("state store: {0}")]
     Store(String),
-    /// A stored value that does not decode.
-    #[error("corrupt state value under {key}: {why}")]
-    Corrupt { key: String, why: String },
+    /// A stored value that does not decode: the state of input partition `partition` (`None`:
+    /// the key names none) cannot be trusted. The message says the fix.
+    #[error(
+        "corrupt state value of {} under key {key}: {why}; fix: stop sidejoin, delete its state \
+         directory (SIDEJOIN_STATE_DIR) and start it again: the partition's state is then restored \
+         from its changelog topic",
+        partition_text(*.partition)
+    )]
+    Corrupt {
+        partition: Option<i32>,
+        key: String,
+        why: String,
+    },
+}
+
+fn partition_text(partition: Option<i32>) -> String {
+    partition.map_or_else(
+        || "an unknown input partition".to_owned(),
+        |p| format!("input partition {p}"),
+    )
 }
 
 /// Join state as a blind map. Groups handed to a store are prefix-free (no group is a proper

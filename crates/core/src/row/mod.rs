@@ -36,6 +36,10 @@ pub enum RowError {
     Syntax(#[from] SyntaxError),
     #[error("is not a JSON object (found {})", .0.described())]
     NotObject(JsonKind),
+    /// Stored bytes (`Row::from_stored`) that are valid JSON but not the compact text sidejoin
+    /// writes.
+    #[error("is not compact JSON text: not a row sidejoin stored")]
+    NotCompact,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -154,6 +158,23 @@ impl Row {
             i = end + 1;
         }
         seal(json, &spans, shape::intern(names(json, &spans)).id)
+    }
+
+    /// The row of stored bytes (a state value, a changelog record): the compact object text
+    /// sidejoin wrote, verified in full — the grammar and the compact form — because the bytes
+    /// crossed a disk or a topic, and the accessors index the text by the spans found here.
+    pub fn from_stored(bytes: &[u8]) -> Result<Row, RowError> {
+        let scanned = scan::scan(bytes)?;
+        if scanned.kind != JsonKind::Object {
+            return Err(RowError::NotObject(scanned.kind));
+        }
+        let row = Row::from_scanned(bytes, &scanned.members, scanned.compact);
+        // Text with escaped names is not `compact` to `scan` yet may be what sidejoin wrote:
+        // whatever was rebuilt must be the stored bytes exactly.
+        if !scanned.compact && row.json() != bytes {
+            return Err(RowError::NotCompact);
+        }
+        Ok(row)
     }
 
     /// The row of a serde_json object (tests, and formats that build trees).
@@ -353,3 +374,7 @@ impl std::fmt::Debug for Row {
 #[cfg(test)]
 #[path = "row_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "bounds_tests.rs"]
+mod bounds_tests;

@@ -3,8 +3,10 @@
 //! name. Equal numbers mean exactly equal name sequences (interning compares the names); the
 //! numbers are process-wide, so rows may cross threads.
 //!
-//! At most `MAX_SHAPES` distinct shapes are interned; rows of any further shape get `UNKNOWN`,
-//! and their users compare names.
+//! At most `MAX_SHAPES` distinct shapes, of at most `MAX_SHAPE_BYTES` of names in all, are
+//! interned, and none whose names exceed `MAX_KEY_BYTES`; rows of any other shape get
+//! `UNKNOWN`, and their users compare names. Each thread's copy holds interned shapes only, so
+//! it is bounded by the same numbers.
 
 use std::cell::RefCell;
 use std::sync::Mutex;
@@ -16,10 +18,17 @@ pub const UNKNOWN: u32 = 0;
 
 const MAX_SHAPES: usize = 4096;
 
+/// The most bytes of names all interned shapes hold together.
+pub const MAX_SHAPE_BYTES: usize = 16 << 20;
+
+/// The longest shape (its names, a byte after each) that is interned.
+pub const MAX_KEY_BYTES: usize = 64 << 10;
+
 /// A shape's key: its names, each followed by a 0 byte (escaped JSON names never hold one).
 type Key = Box<[u8]>;
 
-static GLOBAL: Mutex<Option<FxHashMap<Key, u32>>> = Mutex::new(None);
+/// The interned shapes, and the bytes their keys hold.
+static GLOBAL: Mutex<Option<(FxHashMap<Key, u32>, usize)>> = Mutex::new(None);
 
 /// Whether a shape key names a column twice.
 fn repeats(key: &[u8]) -> bool {
@@ -68,10 +77,13 @@ pub fn intern<'a>(names: impl Iterator<Item = &'a [u8]>) -> Shape {
             None => {
                 let repeats = repeats(&l.key);
                 let mut g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-                let all = g.get_or_insert_with(FxHashMap::default);
+                let (all, bytes) = g.get_or_insert_with(Default::default);
                 let id = match all.get(l.key.as_slice()) {
                     Some(id) => *id,
-                    None if all.len() >= MAX_SHAPES => {
+                    None if all.len() >= MAX_SHAPES
+                        || l.key.len() > MAX_KEY_BYTES
+                        || *bytes + l.key.len() > MAX_SHAPE_BYTES =>
+                    {
                         return Shape {
                             id: UNKNOWN,
                             repeats,
@@ -80,6 +92,7 @@ pub fn intern<'a>(names: impl Iterator<Item = &'a [u8]>) -> Shape {
                     None => {
                         let id = all.len() as u32 + 1;
                         all.insert(l.key.as_slice().into(), id);
+                        *bytes += l.key.len();
                         id
                     }
                 };
@@ -93,6 +106,13 @@ pub fn intern<'a>(names: impl Iterator<Item = &'a [u8]>) -> Shape {
         l.last.1 = shape;
         shape
     })
+}
+
+/// The bytes the interned shapes hold (tests of the bound).
+#[cfg(test)]
+pub(crate) fn interned_bytes() -> usize {
+    let g = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+    g.as_ref().map_or(0, |(_, bytes)| *bytes)
 }
 
 #[cfg(test)]

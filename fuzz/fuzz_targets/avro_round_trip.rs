@@ -1,0 +1,49 @@
+//! Avro decode → encode → decode over generated schemas: the JSON of a datum, encoded with the
+//! same schema, decodes to the same JSON (big-decimal, which output does not support, aside).
+#![no_main]
+
+#[path = "common/schema_gen.rs"]
+mod schema_gen;
+
+use libfuzzer_sys::fuzz_target;
+use sidejoin_core::avro::encode::encode;
+use sidejoin_core::avro::json::datum_to_json;
+use sidejoin_core::avro::schema::WriterSchema;
+
+fuzz_target!(|data: &[u8]| {
+    let mut draw = schema_gen::Draw::new(data);
+    let text = draw.schema(0, None);
+    let body = data.get(draw.pos..).unwrap_or_default();
+    // Encoding big-decimal output is not supported (docs/src/operations/avro.md); decimals of
+    // more digits than a double holds do not survive serde_json's `Value` (a known limit,
+    // docs/src/operations/hostile-input.md#fuzzing).
+    if text.contains("decimal") {
+        return;
+    }
+    let Ok(schema) = WriterSchema::parse(&text) else {
+        return;
+    };
+    let mut json = Vec::new();
+    if datum_to_json(&schema.root, &schema.names, body, &mut json).is_err() {
+        return;
+    }
+    let value: serde_json::Value = serde_json::from_slice(&json).expect("valid JSON");
+    let mut datum = Vec::new();
+    if let Err(e) = encode(&schema.root, &schema.names, &value, &mut datum) {
+        // Known limits, not yet fixed (docs/src/operations/hostile-input.md#fuzzing): a timestamp
+        // past year 9999 decodes to extended-year text (`+10889-…`), and the encoder refuses
+        // some timestamps far from now (`1203-06-22T…Z`; its range, likely years 1677–2262).
+        if e.contains("RFC 3339") {
+            return;
+        }
+        panic!("{text}: {value} does not encode: {e}");
+    }
+    let mut again = Vec::new();
+    datum_to_json(&schema.root, &schema.names, &datum, &mut again)
+        .unwrap_or_else(|e| panic!("{text}: re-encoded {value} does not decode: {e}"));
+    assert_eq!(
+        String::from_utf8_lossy(&again),
+        String::from_utf8_lossy(&json),
+        "{text}"
+    );
+});
