@@ -14,6 +14,7 @@ mod kafka_e2e;
 mod kafka_errors;
 mod kafka_instances;
 mod kafka_many_matches;
+mod kafka_placement;
 mod kafka_repartition;
 mod kafka_repartition_kills;
 mod kafka_shutdown;

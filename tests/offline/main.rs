@@ -14,3 +14,4 @@ mod interval_csv_registry_errors;
 mod rocksdb_state;
 mod sql_check;
 mod sql_errors;
+mod sql_placement;
