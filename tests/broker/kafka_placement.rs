@@ -286,3 +286,49 @@ fn run_both_keyings(job: Job) {
     assert!(run(&job, 3, Keys::None), "{}: re-keyed", job.fixture);
     assert!(run(&job, 3, Keys::Other), "{}: re-keyed", job.fixture);
 }
+
+/// Acceptance 2's other half: an upsert pair whose topics are keyed by their primary keys,
+/// which are the join key, on three partitions, with no placement setting: read as they are
+/// (no repartition topic, no router), and the output folds to replay.
+#[test]
+fn a_correctly_keyed_upsert_pair_is_read_as_it_is() {
+    let (left, right, out) = kafka::join_topics("place-upsert", [3, 3, 2]);
+    let app = kafka::unique("place-upsert-app");
+    let mut env = kafka::undeclared(kafka::base_env(&app, &left, &right, &out));
+    for (k, v) in [
+        ("SIDEJOIN_JOIN_TYPE", "left"),
+        ("SIDEJOIN_LEFT_KEY", "k"),
+        ("SIDEJOIN_RIGHT_KEY", "k"),
+        ("SIDEJOIN_LEFT_FORMAT", "upsert-json"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "k"),
+        ("SIDEJOIN_RIGHT_FORMAT", "upsert-json"),
+        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
+        ("SIDEJOIN_OUTPUT_MODE", "upsert"),
+        ("SIDEJOIN_SELECT", "l.k AS k, l.v AS v, r.w AS w"),
+    ] {
+        env.push((k.to_owned(), v.to_owned()));
+    }
+    let t0 = kafka::now_ms();
+    let all: Vec<upsert::Pair> = (0..3_000u64)
+        .map(|i| {
+            let k = (i * 7_919) % 400;
+            let value = match i % 2 {
+                0 => json!({"k": k, "v": i}),
+                _ => json!({"k": k, "w": i}),
+            };
+            (i % 2 == 0, k.to_string(), value.to_string(), t0 + i as i64)
+        })
+        .collect();
+    upsert::produce_sides(&left, &right, &all);
+    let mut sj = Sidejoin::start("run", &env);
+    sj.wait_ready(WAIT);
+    let want = upsert::replay_table(&env, &all);
+    upsert::wait_for_table(&out, &want, Instant::now() + WAIT);
+    for side in ["left", "right"] {
+        let topic = format!("{app}-{side}-repartition");
+        assert_eq!(kafka::partition_count(&topic), 0, "no `{topic}`");
+    }
+    let violations = sj.metric("sidejoin_copartition_violations_total", "side=\"left\"")
+        + sj.metric("sidejoin_copartition_violations_total", "side=\"right\"");
+    assert_eq!(violations, 0.0, "keys checked and fitting:\n{}", sj.logs());
+}
