@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::change::Side;
 use crate::config::{Config, OutputMode};
 use crate::kafka::{reach, topics};
+use crate::plan::{Decision, How, PlanError};
 
 fn side_plan(cfg: &Config, side: Side) -> String {
     let s = cfg.join.side(side);
@@ -107,14 +108,17 @@ fn output_plan(cfg: &Config, out: &mut String) {
     );
 }
 
-/// The topology line (co-partitioned or broadcast) and one line per repartitioned side.
+/// The topology line (co-partitioned or broadcast), each side's placement with its reason
+/// (as on topics of several partitions: one partition on both sides needs none), and one line
+/// per re-keyed side.
 fn topology_plan(cfg: &Config, out: &mut String) {
     match cfg.join.broadcast {
         None => {
             let _ = writeln!(
                 out,
-                "topology: co-partitioned (partition i of both topics on one owner; the topics must have one partition count and be keyed by the join key); \
-                 a record whose key does not carry its join key: {} (SIDEJOIN_ON_COPARTITION_VIOLATION)",
+                "topology: partitioned (partition i of both inputs on one owner; a side is read as it is when \
+                 declared keyed by the join key, else re-keyed by it); a record of a side read as it is whose key \
+                 does not carry its join key: {} (SIDEJOIN_ON_COPARTITION_VIOLATION)",
                 cfg.process.on_copartition_violation.name()
             );
         }
@@ -126,28 +130,53 @@ fn topology_plan(cfg: &Config, out: &mut String) {
             );
         }
     }
+    let placed = crate::plan::placements_on_many_partitions(cfg);
+    placement_lines(&placed, out);
     for side in Side::BOTH {
-        let Some(cols) = &cfg.join.side(side).hash_by else {
+        let Ok(p) = &placed else { continue };
+        let How::Rekey(cols) = &p[side.index()].how else {
             continue;
         };
-        let placed = if cfg.join.broadcast == Some(side.other())
-            || cfg.join.side(side.other()).hash_by.is_some()
-        {
-            "keys and partitioner chosen by sidejoin".to_owned()
-        } else {
+        let other_as_is = p[side.other().index()].how == How::AsIs;
+        let placed = if other_as_is {
             format!(
                 "keys and partitioner learnt from the {} topic's records, to meet them",
                 side.other()
             )
+        } else {
+            "keys and partitioner chosen by sidejoin".to_owned()
         };
         let _ = writeln!(
             out,
             "repartition: the {side} topic `{}` is re-keyed by {} into `{}` ({placed}; one router for the application, \
-             exactly once), which the join reads",
+             exactly once), which the join reads — unless both topics have one partition",
             cfg.join.topic(side),
             cols.join(","),
             crate::plan::repartition_topic(cfg, side)
         );
+    }
+}
+
+/// One line per side: how it is placed on topics of several partitions, and why.
+fn placement_lines(placed: &Result<[Decision; 2], PlanError>, out: &mut String) {
+    for side in Side::BOTH {
+        match placed {
+            Ok(p) => {
+                let d = &p[side.index()];
+                let how = match d.how {
+                    How::AsIs => "read as it is",
+                    How::Broadcast => "broadcast",
+                    How::Rekey(_) => "re-keyed",
+                };
+                let _ = writeln!(out, "placement {side}: {how}: {}", d.why);
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    out,
+                    "placement {side}: refused on topics of several partitions: {e}"
+                );
+            }
+        }
     }
 }
 

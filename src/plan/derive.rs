@@ -4,6 +4,7 @@ use sidejoin_core::change::Side;
 use sidejoin_core::config::{Config, OnError};
 use sidejoin_core::format::Reading;
 
+use super::placement::{decide_both, Decision, How};
 use super::{Facts, OutputPlan, Placement, Plan, RouterPlan, Source, Target, WorkerPlan};
 
 /// Why the settings cannot run against this cluster. Each names what to change.
@@ -33,6 +34,22 @@ pub enum PlanError {
         /// The side with fewer partitions: usually the small one, the one to broadcast.
         small: Side,
     },
+    /// An upsert side keyed by a primary key other than the join key, on topics that need
+    /// placing: its tombstones carry only the primary key, so they cannot be re-keyed.
+    #[error(
+        "the {side} topic `{topic}` is an upsert topic keyed by its primary key ({primary_key}), not the join key \
+         ({join_key}), so a join key's rows are spread over its partitions; sidejoin cannot re-key it by the \
+         join key (a tombstone carries only the primary key): set SIDEJOIN_BROADCAST={other} if the {other} side \
+         is the small one, or key the topic by the join key (then SIDEJOIN_{var}_PRIMARY_KEY is the join key)",
+        other = .side.other(),
+        var = .side.var()
+    )]
+    CannotRekey {
+        side: Side,
+        topic: String,
+        primary_key: String,
+        join_key: String,
+    },
 }
 
 /// `<side>-changelog`, the suffix of a side's changelog topic after the application id.
@@ -55,8 +72,10 @@ pub(crate) fn derive(cfg: &Config, facts: &Facts, durable: bool) -> Result<Plan,
             .partitions(cfg.output.topic.as_deref().unwrap_or_default())
             .unwrap_or(0),
     };
-    let counts = Side::BOTH.map(|s| joined_count(cfg, s, own));
-    if counts[0] != counts[1] && cfg.join.broadcast.is_none() {
+    let decided = decide_both(cfg, own)?;
+    let counts = Side::BOTH.map(|s| joined_count(&decided, s, own));
+    let both_as_is = decided.iter().all(|d| d.how == How::AsIs);
+    if counts[0] != counts[1] && both_as_is {
         let small = if counts[1] < counts[0] {
             Side::Right
         } else {
@@ -72,7 +91,7 @@ pub(crate) fn derive(cfg: &Config, facts: &Facts, durable: bool) -> Result<Plan,
     }
     let sources: Vec<Source> = Side::BOTH
         .into_iter()
-        .map(|side| source(cfg, side, own, counts))
+        .map(|side| source(cfg, side, &decided, own, counts))
         .collect();
     let tasks = match cfg.join.broadcast {
         Some(b) => counts[b.other().index()],
@@ -114,25 +133,31 @@ fn own_counts(cfg: &Config, facts: &Facts) -> Result<[i32; 2], PlanError> {
     Ok(Side::BOTH.map(|s| facts.partitions(cfg.join.topic(s)).unwrap_or(0)))
 }
 
-/// The partition count the join reads `side` with: its own topic's, or, repartitioned, its
+/// The partition count the join reads `side` with: its own topic's, or, re-keyed, its
 /// repartition topic's — the other side's count, its own when the other side is broadcast,
-/// the larger of the two when both are repartitioned.
-fn joined_count(cfg: &Config, side: Side, own: [i32; 2]) -> i32 {
-    let rekeyed = |s: Side| cfg.join.side(s).hash_by.is_some();
+/// the larger of the two when both are re-keyed.
+fn joined_count(decided: &[Decision; 2], side: Side, own: [i32; 2]) -> i32 {
     let (mine, theirs) = (own[side.index()], own[side.other().index()]);
-    if !rekeyed(side) || cfg.join.broadcast == Some(side.other()) {
-        mine
-    } else if rekeyed(side.other()) {
-        mine.max(theirs)
-    } else {
-        theirs
+    match (
+        &decided[side.index()].how,
+        &decided[side.other().index()].how,
+    ) {
+        (How::Rekey(_), How::Broadcast) | (How::AsIs | How::Broadcast, _) => mine,
+        (How::Rekey(_), How::Rekey(_)) => mine.max(theirs),
+        (How::Rekey(_), How::AsIs) => theirs,
     }
 }
 
-fn source(cfg: &Config, side: Side, own: [i32; 2], counts: [i32; 2]) -> Source {
-    let spec = cfg.join.side(side);
-    let (topic, reading, placement) = match (&spec.hash_by, cfg.join.broadcast) {
-        (Some(by), _) => (
+fn source(
+    cfg: &Config,
+    side: Side,
+    decided: &[Decision; 2],
+    own: [i32; 2],
+    counts: [i32; 2],
+) -> Source {
+    let d = &decided[side.index()];
+    let (topic, reading, placement) = match &d.how {
+        How::Rekey(by) => (
             repartition_topic(cfg, side),
             Reading::Changes,
             Placement::Repartitioned {
@@ -141,12 +166,12 @@ fn source(cfg: &Config, side: Side, own: [i32; 2], counts: [i32; 2]) -> Source {
                 own_partitions: own[side.index()],
             },
         ),
-        (None, Some(b)) if b == side => (
+        How::Broadcast => (
             cfg.join.topic(side).to_owned(),
             Reading::Own,
             Placement::Broadcast,
         ),
-        (None, _) => (
+        How::AsIs => (
             cfg.join.topic(side).to_owned(),
             Reading::Own,
             Placement::CoPartitioned,
@@ -158,22 +183,26 @@ fn source(cfg: &Config, side: Side, own: [i32; 2], counts: [i32; 2]) -> Source {
         partitions: counts[side.index()],
         reading,
         placement,
+        why: d.why.clone(),
     }
 }
 
 fn routers(cfg: &Config, sources: &[Source], own: [i32; 2]) -> Vec<RouterPlan> {
     sources
         .iter()
-        .filter(|s| matches!(s.placement, Placement::Repartitioned { .. }))
-        .map(|s| {
+        .filter_map(|s| match &s.placement {
+            Placement::Repartitioned { by, .. } => Some((s, by)),
+            _ => None,
+        })
+        .map(|(s, by)| {
             let other = s.side.other();
-            let mirrored =
-                cfg.join.broadcast != Some(other) && cfg.join.side(other).hash_by.is_none();
+            let mirrored = sources[other.index()].placement == Placement::CoPartitioned;
             RouterPlan {
                 side: s.side,
                 source_topic: cfg.join.topic(s.side).to_owned(),
                 topic: s.topic.clone(),
                 partitions: s.partitions,
+                by: by.clone(),
                 target: match mirrored {
                     true => Target::Mirror {
                         topic: cfg.join.topic(other).to_owned(),

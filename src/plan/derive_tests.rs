@@ -23,13 +23,19 @@ fn settings(extra: &[(&str, &str)]) -> Config {
     config::load(vars, Mode::Check).expect("valid configuration")
 }
 
+/// Both topics declared keyed by the join key.
+const KEYED: &[(&str, &str)] = &[
+    ("SIDEJOIN_LEFT_HASH_BY", "none"),
+    ("SIDEJOIN_RIGHT_HASH_BY", "none"),
+];
+
 fn cluster(left: i32, right: i32) -> Facts {
     Facts::of(1, &[("orders", left), ("users", right), ("out", 3)])
 }
 
 #[test]
 fn co_partitioned_inputs_are_read_through_the_group_one_task_per_partition() {
-    let plan = derive(&settings(&[]), &cluster(4, 4), true).unwrap();
+    let plan = derive(&settings(KEYED), &cluster(4, 4), true).unwrap();
     assert_eq!(plan.tasks, 4);
     assert!(plan
         .sources
@@ -73,7 +79,7 @@ fn missing_topics_are_named_with_their_variables() {
 
 #[test]
 fn unequal_partition_counts_name_both_topics_and_both_fixes() {
-    let e = derive(&settings(&[]), &cluster(6, 1), true).unwrap_err();
+    let e = derive(&settings(KEYED), &cluster(6, 1), true).unwrap_err();
     let text = e.to_string();
     assert!(text.contains("left topic `orders` has 6 partitions but right topic `users` has 1"));
     assert!(text.contains("set SIDEJOIN_BROADCAST=right"), "{text}");
@@ -95,7 +101,10 @@ fn a_broadcast_side_feeds_every_task_of_the_other() {
 
 #[test]
 fn a_repartitioned_side_is_read_from_its_topic_with_the_other_sides_count() {
-    let cfg = settings(&[("SIDEJOIN_RIGHT_HASH_BY", "$join_key")]);
+    let cfg = settings(&[
+        ("SIDEJOIN_LEFT_HASH_BY", "none"),
+        ("SIDEJOIN_RIGHT_HASH_BY", "$join_key"),
+    ]);
     let plan = derive(&cfg, &cluster(4, 1), true).unwrap();
     let right = plan.source(Side::Right);
     assert_eq!(right.topic, "app-right-repartition");
@@ -108,6 +117,7 @@ fn a_repartitioned_side_is_read_from_its_topic_with_the_other_sides_count() {
             source_topic: "users".into(),
             topic: "app-right-repartition".into(),
             partitions: 4,
+            by: vec!["k".into()],
             target: Target::Mirror {
                 topic: "orders".into(),
                 partitions: 4
@@ -154,4 +164,109 @@ fn one_worker_is_the_instance_several_have_their_own_dirs_and_member_ids() {
     assert_eq!(w[2].state_dir, Path::new("/data/worker-2"));
     assert_eq!(w[1].instance_id.as_deref(), Some("pod-0-1"));
     assert_eq!(w[0].cache_mb, 30);
+}
+
+/// `(placement, reading)` of each side of `extra` on topics of `left`/`right` partitions.
+fn placed(extra: &[(&str, &str)], left: i32, right: i32) -> Vec<(Placement, String)> {
+    let plan = derive(&settings(extra), &cluster(left, right), true).unwrap();
+    plan.sources
+        .iter()
+        .map(|s| (s.placement.clone(), s.why.clone()))
+        .collect()
+}
+
+fn rekeyed(p: &Placement) -> bool {
+    matches!(p, Placement::Repartitioned { by, .. } if by == &["k".to_owned()])
+}
+
+#[test]
+fn sides_declaring_no_key_are_rekeyed_by_the_join_key_on_several_partitions() {
+    let p = placed(&[], 3, 3);
+    assert!(p.iter().all(|(p, _)| rekeyed(p)), "{p:?}");
+    assert!(
+        p[0].1.contains("json declares no key on the join columns"),
+        "{p:?}"
+    );
+    let plan = derive(&settings(&[]), &cluster(3, 3), true).unwrap();
+    assert!(plan.routers.iter().all(|r| r.target == Target::Own));
+    assert!(!plan.checks_keys, "both sides are keyed by sidejoin");
+    // Unequal counts need no setting either: both re-keyed into the larger count.
+    let plan = derive(&settings(&[]), &cluster(6, 1), true).unwrap();
+    assert_eq!(plan.tasks, 6);
+}
+
+#[test]
+fn one_partition_on_both_sides_needs_no_placement() {
+    let p = placed(&[], 1, 1);
+    assert!(
+        p.iter().all(|(p, _)| *p == Placement::CoPartitioned),
+        "{p:?}"
+    );
+    assert!(p[0].1.contains("one partition on both sides"), "{p:?}");
+    let plan = derive(&settings(&[]), &cluster(1, 1), true).unwrap();
+    assert!(plan.routers.is_empty());
+}
+
+#[test]
+fn an_upsert_or_debezium_side_keyed_by_the_join_key_is_read_as_it_is() {
+    let upsert = [
+        ("SIDEJOIN_LEFT_FORMAT", "upsert-json"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "k"),
+        ("SIDEJOIN_RIGHT_FORMAT", "debezium-json"),
+        ("SIDEJOIN_RIGHT_PRIMARY_KEY", "k"),
+    ];
+    let p = placed(&upsert, 4, 4);
+    assert!(
+        p.iter().all(|(p, _)| *p == Placement::CoPartitioned),
+        "{p:?}"
+    );
+    assert!(p[0]
+        .1
+        .contains("keyed by its primary key, which is the join key"));
+    let plan = derive(&settings(&upsert), &cluster(4, 4), true).unwrap();
+    assert!(plan.routers.is_empty() && plan.checks_keys);
+}
+
+#[test]
+fn a_debezium_side_keyed_by_another_primary_key_is_rekeyed_and_mirrors_a_keyed_side() {
+    let cfg = [
+        ("SIDEJOIN_LEFT_FORMAT", "debezium-json"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+        ("SIDEJOIN_RIGHT_HASH_BY", "none"),
+    ];
+    let p = placed(&cfg, 4, 4);
+    assert!(rekeyed(&p[0].0), "{p:?}");
+    assert!(
+        p[0].1.contains("primary key (id), not the join key"),
+        "{p:?}"
+    );
+    assert_eq!(p[1].0, Placement::CoPartitioned);
+    let plan = derive(&settings(&cfg), &cluster(4, 4), true).unwrap();
+    assert!(matches!(plan.routers[0].target, Target::Mirror { .. }));
+}
+
+#[test]
+fn an_upsert_side_keyed_by_another_primary_key_cannot_be_rekeyed_and_says_why() {
+    let cfg = settings(&[
+        ("SIDEJOIN_LEFT_FORMAT", "upsert-json"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+    ]);
+    let text = derive(&cfg, &cluster(3, 3), true).unwrap_err().to_string();
+    assert!(
+        text.contains("upsert topic keyed by its primary key (id), not the join key (k)"),
+        "{text}"
+    );
+    assert!(text.contains("SIDEJOIN_BROADCAST=right"), "{text}");
+    // Broadcasting the other side needs no placement of this one.
+    let cfg = settings(&[
+        ("SIDEJOIN_LEFT_FORMAT", "upsert-json"),
+        ("SIDEJOIN_LEFT_PRIMARY_KEY", "id"),
+        ("SIDEJOIN_BROADCAST", "right"),
+    ]);
+    let plan = derive(&cfg, &cluster(3, 1), true).unwrap();
+    assert_eq!(plan.source(Side::Left).placement, Placement::CoPartitioned);
+    assert!(plan
+        .source(Side::Left)
+        .why
+        .contains("the right side is broadcast"));
 }

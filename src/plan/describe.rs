@@ -27,10 +27,8 @@ impl Plan {
         for s in &self.sources {
             if let Placement::Repartitioned { own_partitions, .. } = &s.placement {
                 line.push_str(&format!(
-                    "; the {} topic's {own_partitions} partitions re-keyed into {} (SIDEJOIN_{}_HASH_BY)",
-                    s.side,
-                    s.partitions,
-                    s.side.var()
+                    "; the {} topic's {own_partitions} partitions re-keyed into {} ({})",
+                    s.side, s.partitions, s.why
                 ));
             }
         }
@@ -93,7 +91,7 @@ impl fmt::Display for Plan {
 
 /// How a source's records reach the tasks, as `check` prints it.
 fn placement_text(s: &Source) -> String {
-    match &s.placement {
+    let how = match &s.placement {
         Placement::CoPartitioned => {
             "co-partitioned: partition i feeds task i, read through the consumer group".to_owned()
         }
@@ -101,9 +99,9 @@ fn placement_text(s: &Source) -> String {
             "broadcast: every task reads all its partitions (SIDEJOIN_BROADCAST)".to_owned()
         }
         Placement::Repartitioned { by, own_topic, .. } => format!(
-            "repartitioned: `{own_topic}` re-keyed by {} (SIDEJOIN_{}_HASH_BY), read through the consumer group",
-            by.join(","),
-            s.side.var()
+            "repartitioned: `{own_topic}` re-keyed by {}, read through the consumer group",
+            by.join(",")
         ),
-    }
+    };
+    format!("{how} — {}", s.why)
 }

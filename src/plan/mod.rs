@@ -14,6 +14,7 @@
 mod derive;
 mod describe;
 mod facts;
+mod placement;
 
 use std::path::PathBuf;
 
@@ -22,6 +23,7 @@ use sidejoin_core::format::Reading;
 
 pub(crate) use derive::{derive, repartition_topic, worker_plans, PlanError};
 pub(crate) use facts::Facts;
+pub(crate) use placement::{placements_on_many_partitions, Decision, How};
 
 /// How a join input reaches the tasks (SPEC §6).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +51,8 @@ pub(crate) struct Source {
     /// How its records decode: in the side's own format, or as the changes a router wrote.
     pub reading: Reading,
     pub placement: Placement,
+    /// Why it is placed so, in words (`check` prints it; SPEC §6).
+    pub why: String,
 }
 
 impl Source {
@@ -96,6 +100,8 @@ pub(crate) struct RouterPlan {
     /// The repartition topic it writes.
     pub topic: String,
     pub partitions: i32,
+    /// The columns it re-keys by.
+    pub by: Vec<String>,
     pub target: Target,
 }
 

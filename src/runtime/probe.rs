@@ -73,8 +73,7 @@ pub(super) fn probe<S>(
         let topic = topic(side);
         let head = head?;
         let misfit = head.iter().find_map(|r| {
-            let key = r.key.as_deref()?;
-            let why = processor.misfit(side, key, r.value.as_deref())?;
+            let why = processor.misfit(side, r.key.as_deref(), r.value.as_deref())?;
             Some(Misfit {
                 side,
                 topic: topic.to_owned(),

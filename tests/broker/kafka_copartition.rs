@@ -192,3 +192,42 @@ fn fail_refuses_to_start_on_a_topic_already_keyed_by_another_column() {
         );
     }
 }
+
+/// A side declared keyed by the join key (`SIDEJOIN_LEFT_HASH_BY=none`) whose records carry no
+/// key, on three partitions: the producer spread them, so each is counted and the topic named
+/// with the reason and the fix — never a wrong table in silence.
+#[test]
+fn keyless_records_on_a_side_declared_keyed_are_counted_and_named_with_the_fix() {
+    let (left, right, out) = kafka::join_topics("copart-keyless", [3, 3, 1]);
+    let app = kafka::unique("copart-keyless-app");
+    let mut env = kafka::base_env(&app, &left, &right, &out);
+    env.push(("SIDEJOIN_LEFT_KEY".into(), "user_id".into()));
+    env.push(("SIDEJOIN_RIGHT_KEY".into(), "user_id".into()));
+    let t0 = kafka::now_ms();
+    let mut records: Records = (0..30u64)
+        .map(|u| {
+            let user = format!("{{\"user_id\":{u},\"name\":\"u{u}\"}}");
+            (right.clone(), Some(u.to_string()), Some(user), t0)
+        })
+        .collect();
+    records.extend((0..90u64).map(|id| {
+        let order = format!("{{\"id\":{id},\"user_id\":{}}}", id % 30);
+        (left.clone(), None, Some(order), t0 + 1 + id as i64)
+    }));
+    kafka::produce_many(&kafka::producer(), &records);
+    let mut sj = Sidejoin::start("run", &env);
+    sj.wait_ready(WAIT);
+    sj.wait_records_in(120, WAIT);
+    let counted = sj.metric("sidejoin_copartition_violations_total", "side=\"left\"");
+    assert_eq!(counted, 90.0, "every keyless order counted:\n{}", sj.logs());
+    let logs = sj.logs();
+    let warning = logs
+        .lines()
+        .find(|l| l.contains("is not co-partitioned") && l.contains("the record has no key"))
+        .unwrap_or_else(|| panic!("no warning naming the reason:\n{logs}"));
+    assert!(warning.contains(&format!("`{left}`")), "{warning}");
+    assert!(warning.contains("SIDEJOIN_LEFT_HASH_BY"), "{warning}");
+    println!("{warning}");
+    sj.signal("TERM");
+    assert_eq!(sj.wait(WAIT), 0, "{}", sj.logs());
+}

@@ -136,6 +136,40 @@ fn a_debezium_side_keyed_by_primary_key_is_refused_then_repartitioned_by_join_ke
     );
 }
 
+/// Issue 24: the same Debezium side keyed by its primary key, on four partitions, with no
+/// placement setting at all — the plan re-keys it by the join key by itself (the right side,
+/// an upsert topic keyed by its primary key, the join key, is read as it is) — and two
+/// instances fold to replay.
+#[test]
+fn a_debezium_side_keyed_by_primary_key_is_rekeyed_without_any_setting() {
+    let (app, left, right, env) = env("rekey-auto", [4, 4, 2], "id,k");
+    let env = with(
+        &kafka::undeclared(env),
+        &[("SIDEJOIN_RIGHT_FORMAT", "upsert-json")],
+    );
+    let all = records(6_000, kafka::now_ms(), 500, 89, |id, _| {
+        json!({"id": id}).to_string()
+    });
+    upsert::produce_sides(&left, &right, &all);
+    let mut a = Sidejoin::start("run", &kills::instance(&env, 0));
+    let mut b = Sidejoin::start("run", &kills::instance(&env, 1));
+    a.wait_ready(WAIT);
+    b.wait_ready(WAIT);
+    let want = upsert::replay_table(&env, &all);
+    upsert::wait_for_table(&kafka_out(&env), &want, Instant::now() + WAIT);
+    assert_eq!(
+        kafka::partition_count(&format!("{app}-left-repartition")),
+        4
+    );
+    assert_eq!(
+        kafka::partition_count(&format!("{app}-right-repartition")),
+        0,
+        "the right side is keyed by its join key: read as it is"
+    );
+    let logs = [a.logs(), b.logs()].concat();
+    assert!(logs.contains("keys its records as"), "mirrored:\n{logs}");
+}
+
 fn kafka_out(env: &[(String, String)]) -> String {
     env.iter()
         .find(|(k, _)| k == "SIDEJOIN_OUTPUT_TOPIC")

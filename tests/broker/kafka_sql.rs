@@ -56,7 +56,7 @@ fn sql_end_to_end_with(fixture: &str, extra: &[(&str, &str)], ordered: bool) {
 
 /// The fixture's script `original` with the broker address, topics and consumer group replaced
 /// by the test's own.
-fn test_sql(original: &str, left: &str, right: &str, output: &str, app: &str) -> String {
+pub(crate) fn test_sql(original: &str, left: &str, right: &str, output: &str, app: &str) -> String {
     let mut sql = original.replace("'localhost:9092'", &format!("'{}'", kafka::bootstrap()));
     for (var, new) in [
         ("SIDEJOIN_LEFT_TOPIC", left),
@@ -73,8 +73,14 @@ fn test_sql(original: &str, left: &str, right: &str, output: &str, app: &str) ->
 
 /// `SIDEJOIN_SQL` and only what the SQL does not say: where state lives, how often to commit,
 /// and the topic a `print` sink's rows go to in `run`.
-fn sql_env(app: &str, left: &str, right: &str, output: &str, sql: String) -> Vec<(String, String)> {
-    let mut env = kafka::base_env(app, left, right, output);
+pub(crate) fn sql_env(
+    app: &str,
+    left: &str,
+    right: &str,
+    output: &str,
+    sql: String,
+) -> Vec<(String, String)> {
+    let mut env = kafka::undeclared(kafka::base_env(app, left, right, output));
     env.retain(|(k, _)| {
         !matches!(
             k.as_str(),

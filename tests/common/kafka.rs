@@ -3,7 +3,6 @@
 //! and a `sidejoin` process under test with its logs and `/metrics`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -13,6 +12,10 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+// Where the tests have always found them; not every tier uses each.
+#[allow(unused_imports)]
+pub(crate) use super::join_env::{base_env, undeclared, with};
 
 pub(crate) use super::process::Sidejoin;
 
@@ -353,36 +356,4 @@ pub(crate) fn join_topics(name: &str, partitions: [i32; 3]) -> (String, String, 
     }
     let [l, r, o] = names;
     (l, r, o)
-}
-
-/// The variables for a join from `left` and `right` to `output` as group `app`; its state
-/// directory is the app's own (a restart with the same app finds its state again), under
-/// `TEST_STATE_DIR` (a directory `scripts/test.sh` removes afterwards) or the temp directory.
-pub(crate) fn base_env(app: &str, left: &str, right: &str, output: &str) -> Vec<(String, String)> {
-    let root = std::env::var_os("TEST_STATE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("sidejoin-test-state"));
-    let state = root.join(app);
-    [
-        ("SIDEJOIN_STATE_DIR", state.to_string_lossy().into_owned()),
-        ("SIDEJOIN_BOOTSTRAP_SERVERS", bootstrap()),
-        ("SIDEJOIN_APPLICATION_ID", app.to_owned()),
-        ("SIDEJOIN_LEFT_TOPIC", left.to_owned()),
-        ("SIDEJOIN_RIGHT_TOPIC", right.to_owned()),
-        ("SIDEJOIN_OUTPUT_TOPIC", output.to_owned()),
-        ("SIDEJOIN_COMMIT_INTERVAL", "50ms".to_owned()),
-        ("SIDEJOIN_SHUTDOWN_TIMEOUT", "20s".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
-/// Adds `NAME=value` pairs (from a fixture env file) to `env`.
-pub(crate) fn with(
-    mut env: Vec<(String, String)>,
-    extra: &[(String, String)],
-) -> Vec<(String, String)> {
-    env.extend(extra.iter().cloned());
-    env
 }

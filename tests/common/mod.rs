@@ -8,6 +8,7 @@ pub(crate) mod bin;
 pub(crate) mod compare;
 pub(crate) mod fixtures;
 pub(crate) mod interval_props;
+pub(crate) mod join_env;
 pub(crate) mod kafka;
 pub(crate) mod kills;
 pub(crate) mod process;

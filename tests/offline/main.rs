@@ -15,3 +15,4 @@ mod rocksdb_state;
 mod secrets;
 mod sql_check;
 mod sql_errors;
+mod sql_placement;

@@ -6,10 +6,14 @@
 use sidejoin::config::{self, Mode};
 
 /// Two JSON tables (lines 1 and 2) and the query on line 3.
-const TABLES: &str = "CREATE TABLE a (id INT, v STRING, t TIMESTAMP(3)) WITH ('connector' = 'kafka', 'topic' = 'a', 'format' = 'json');\n\
+pub(crate) const TABLES: &str = "CREATE TABLE a (id INT, v STRING, t TIMESTAMP(3)) WITH ('connector' = 'kafka', 'topic' = 'a', 'format' = 'json');\n\
 CREATE TABLE b (id INT, w STRING, v STRING, t TIMESTAMP(3)) WITH ('connector' = 'kafka', 'topic' = 'b', 'format' = 'json');\n";
 
-fn load(sql: &str, extra: &[(&str, &str)], mode: Mode) -> Result<config::Config, String> {
+pub(crate) fn load(
+    sql: &str,
+    extra: &[(&str, &str)],
+    mode: Mode,
+) -> Result<config::Config, String> {
     let mut env = vec![("SIDEJOIN_SQL".to_owned(), sql.to_owned())];
     env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     config::load(env, mode).map_err(|e| e.to_string())
@@ -281,20 +285,6 @@ fn a_variable_that_contradicts_the_sql() {
         e.contains("SIDEJOIN_LEFT_TOPIC=\"A\": contradicts SIDEJOIN_SQL: `'topic' = 'a'` at line 1, column 80"),
         "{e}"
     );
-}
-
-#[test]
-fn broadcast_and_hash_by_key_hints_set_their_variables() {
-    let sql = format!(
-        "{TABLES}SELECT /*+ BROADCAST(b), HASH_BY_KEY('a'='v') */ a.v FROM a JOIN b ON a.id = b.id"
-    );
-    let run = [
-        ("SIDEJOIN_BOOTSTRAP_SERVERS", "localhost:9092"),
-        ("SIDEJOIN_OUTPUT_TOPIC", "out"),
-    ];
-    let cfg = load(&sql, &run, Mode::Run).expect("MRS's combination is accepted");
-    assert_eq!(cfg.join.broadcast, Some(sidejoin::change::Side::Right));
-    assert_eq!(cfg.join.left.hash_by, Some(vec!["v".to_owned()]));
 }
 
 #[test]

@@ -57,7 +57,9 @@ pub(super) fn sides(p: &mut Problems, join: &JoinSpec) {
 
 /// `SIDEJOIN_<SIDE>_HASH_BY` (SPEC §6): which columns a side may be repartitioned by.
 fn hash_by(p: &mut Problems, join: &JoinSpec, s: &super::types::SideSpec) {
-    let Some(cols) = &s.hash_by else { return };
+    let Some(cols) = s.hash_by.columns() else {
+        return;
+    };
     let name = var(&format!("{}_HASH_BY", s.side.var()));
     let value = cols.join(",");
     let mut problem = |why: String| p.add(&name, Some(&value), why);

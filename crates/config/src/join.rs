@@ -6,7 +6,7 @@ use crate::error::Problems;
 use crate::raw::RawConfig;
 use crate::values::{parse_columns, parse_enum};
 use crate::{
-    boolean, csv, duration, opt, select, var, Format, JoinSpec, JoinType, Side, SideSpec,
+    boolean, csv, duration, opt, select, var, Format, HashBy, JoinSpec, JoinType, Side, SideSpec,
     TimeSource,
 };
 
@@ -103,9 +103,11 @@ fn side_spec(p: &mut Problems, raw: &RawConfig, side: Side, default_ttl: i64) ->
     let time = time_source(p, s, r.time);
     let hash_var = var(&format!("{s}_HASH_BY"));
     let hash_by = opt(p, r.hash_by, |v| match v.trim() {
-        "$join_key" => Ok(key.clone()),
-        v => parse_columns(&hash_var, v),
-    });
+        "$join_key" => Ok(HashBy::Columns(key.clone())),
+        "none" => Ok(HashBy::Keyed),
+        v => parse_columns(&hash_var, v).map(HashBy::Columns),
+    })
+    .unwrap_or(HashBy::Auto);
     SideSpec {
         side,
         key,

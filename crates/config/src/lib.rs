@@ -7,6 +7,7 @@
 mod checks;
 mod csv;
 mod error;
+mod hash_by;
 mod join;
 mod kafka;
 pub mod output;
@@ -22,6 +23,7 @@ mod types;
 mod values;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use hash_by::HashBy;
 pub use output::{key_uniqueness, update_sources};
 pub use raw::known_vars;
 pub use secrets::is_secret_var;

@@ -249,8 +249,8 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         vars: &["SIDEJOIN_LEFT_HASH_BY", "SIDEJOIN_RIGHT_HASH_BY"],
-        default: r#"none"#,
-        meaning: r#"repartition that side by these columns, or `$join_key` (MRS `HASH_BY_KEY`): the join key without broadcast, any columns with the other side broadcast"#,
+        default: r#"decided by the plan"#,
+        meaning: r#"repartition that side by these columns, or `$join_key` (MRS `HASH_BY_KEY`): the join key without broadcast, any columns with the other side broadcast; `none` declares the topic keyed by the join key (read as it is, keys checked). Unset: re-keyed by the join key when the topics need placing and the side is not declared keyed by it (see [When sidejoin repartitions](../operations/repartition.md#when))"#,
     },
     Setting {
         vars: &["SIDEJOIN_BROADCAST"],

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::select::SelectItem;
-use crate::Side;
+use crate::{HashBy, Side};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinType {
@@ -156,7 +156,7 @@ pub struct SideSpec {
     /// State TTL in ms; 0 keeps rows forever.
     pub ttl_ms: i64,
     pub time: TimeSource,
-    pub hash_by: Option<Vec<String>>,
+    pub hash_by: HashBy,
     pub topic: Option<String>,
     /// Set exactly when the format is `csv`.
     pub csv: Option<CsvSpec>,

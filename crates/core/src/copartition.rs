@@ -11,7 +11,8 @@
 //! envelope is looked through), or, for a one-column join key, a JSON scalar whose text is the
 //! value's (`5` and `"5"` both carry 5). A key that is not JSON (`user-5`) cannot be judged: it
 //! may well be made from the join key. A row whose join key holds a null is not checked (it joins nothing
-//! wherever it lands, unless `SIDEJOIN_NULL_KEYS_MATCH`), nor a record without a key or a delete by key alone. An update is checked
+//! wherever it lands, unless `SIDEJOIN_NULL_KEYS_MATCH`), nor a delete by key alone. A record without a key
+//! does not fit: producers spread keyless records over the partitions. An update is checked
 //! with its old and its new row: a key cannot carry two different join keys.
 //!
 //! What it does not do: look at partitions or partition counts (the runtime does, at start),
@@ -67,8 +68,9 @@ impl KeyCheck {
         }
     }
 
-    /// `None` when `key` fits every row of `event` (or cannot be judged), else why not.
-    pub fn check(&self, side: Side, key: &[u8], event: &Event) -> Option<String> {
+    /// `None` when `key` fits every row of `event` (or cannot be judged), else why not. A record
+    /// without a key is judged too: producers spread keyless records over the partitions.
+    pub fn check(&self, side: Side, key: Option<&[u8]>, event: &Event) -> Option<String> {
         if self.repartitioned[side.index()] {
             // Keyed by sidejoin's repartition step, in the form the other side's keys have.
             return None;
@@ -79,6 +81,16 @@ impl KeyCheck {
             Event::DeleteKey(_) => return None,
         };
         let columns = &self.join_key[side.index()];
+        let Some(key) = key else {
+            return rows.into_iter().flatten().find_map(|row| {
+                let placed = self.null_keys_match || !columns.iter().any(|c| c.value(row).is_null());
+                placed.then(|| {
+                    "the record has no key (a producer spreads keyless records over the partitions, so the rows \
+                     of one join key land in several)"
+                        .to_owned()
+                })
+            });
+        };
         let key = read_key(key)?;
         rows.into_iter()
             .flatten()
@@ -213,7 +225,23 @@ mod tests {
             repartitioned: [false; 2],
         };
         let event = Event::Change(ChangeKind::Insert, Row::parse(row.as_bytes()).unwrap());
-        check.check(Side::Left, key.as_bytes(), &event)
+        check.check(Side::Left, Some(key.as_bytes()), &event)
+    }
+
+    #[test]
+    fn a_record_without_a_key_does_not_fit_unless_its_join_key_is_null() {
+        let columns = vec!["u".to_owned()];
+        let check = KeyCheck {
+            join_key: [Column::list(&columns), Column::list(&columns)],
+            null_keys_match: false,
+            repartitioned: [false, true],
+        };
+        let row = |r: &str| Event::Change(ChangeKind::Insert, Row::parse(r.as_bytes()).unwrap());
+        let why = check.check(Side::Left, None, &row(r#"{"u":5}"#)).unwrap();
+        assert!(why.contains("the record has no key"), "{why}");
+        assert_eq!(check.check(Side::Left, None, &row(r#"{"u":null}"#)), None);
+        // A side re-keyed by sidejoin is not judged.
+        assert_eq!(check.check(Side::Right, None, &row(r#"{"u":5}"#)), None);
     }
 
     #[test]
@@ -270,7 +298,7 @@ mod tests {
             repartitioned: [false; 2],
         };
         let event = Event::DeleteKey(Row::parse(br#"{"id":1}"#).unwrap());
-        assert_eq!(check.check(Side::Right, br#"{"id":1}"#, &event), None);
+        assert_eq!(check.check(Side::Right, Some(br#"{"id":1}"#), &event), None);
     }
 
     #[test]
@@ -284,7 +312,9 @@ mod tests {
             before: Some(Row::parse(br#"{"u":5}"#).unwrap()),
             after: Row::parse(br#"{"u":6}"#).unwrap(),
         };
-        let why = check.check(Side::Left, br#"{"u":6}"#, &event).unwrap();
+        let why = check
+            .check(Side::Left, Some(br#"{"u":6}"#), &event)
+            .unwrap();
         assert!(why.contains("key's `u` is 6 but the row's is 5"), "{why}");
     }
 }

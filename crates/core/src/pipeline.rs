@@ -109,11 +109,9 @@ impl Pipeline {
     /// Why `key` does not carry the join key of the record it keys (once `check_copartitioning`
     /// was called), the record decoded but not processed: the start-up probe. `None` when it
     /// fits, cannot be judged, or the value does not decode (processing reports that).
-    pub fn misfit(&self, side: Side, key: &[u8], value: Option<&[u8]>) -> Option<String> {
+    pub fn misfit(&self, side: Side, key: Option<&[u8]>, value: Option<&[u8]>) -> Option<String> {
         let (check, _) = self.copartition.as_ref()?;
-        let event = self.decoders[side.index()]
-            .decode(Some(key), value)
-            .ok()??;
+        let event = self.decoders[side.index()].decode(key, value).ok()??;
         check.check(side, key, &event)
     }
 
@@ -179,9 +177,7 @@ impl Pipeline {
     ) -> Result<Option<DecodeError>, StateError> {
         let side = origin.side.index();
         let decoded = self.decoders[side].decode(key, value);
-        if let (Some((check, action)), Ok(Some(event)), Some(key)) =
-            (&self.copartition, &decoded, key)
-        {
+        if let (Some((check, action)), Ok(Some(event))) = (&self.copartition, &decoded) {
             if let Some(why) = check.check(origin.side, key, event) {
                 self.engine.stats_mut().copartition_violations[side] += 1;
                 self.violation = Some(why);

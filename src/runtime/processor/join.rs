@@ -151,11 +151,11 @@ impl<S: JoinState + ?Sized> Processor<S> for JoinProcessor {
         self.pipeline.take_violation()
     }
 
-    fn misfit(&mut self, side: Side, key: &[u8], value: Option<&[u8]>) -> Option<String> {
+    fn misfit(&mut self, side: Side, key: Option<&[u8]>, value: Option<&[u8]>) -> Option<String> {
         let avro_side = self.is_avro(side);
         match &mut self.avro {
-            Ok(Some(avro)) if avro_side => match avro.decode(side, Some(key), value) {
-                Ok((Some(key), value)) => self.pipeline.misfit(side, key, value),
+            Ok(Some(avro)) if avro_side => match avro.decode(side, key, value) {
+                Ok((key, value)) => self.pipeline.misfit(side, key, value),
                 _ => None,
             },
             _ => self.pipeline.misfit(side, key, value),

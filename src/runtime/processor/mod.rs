@@ -71,7 +71,12 @@ pub trait Processor<S: ?Sized>: Send {
     }
     /// Why `key` does not carry its record's join key (see `check_copartitioning`), the record
     /// decoded but not processed (the start-up probe, `runtime::probe`).
-    fn misfit(&mut self, _side: Side, _key: &[u8], _value: Option<&[u8]>) -> Option<String> {
+    fn misfit(
+        &mut self,
+        _side: Side,
+        _key: Option<&[u8]>,
+        _value: Option<&[u8]>,
+    ) -> Option<String> {
         None
     }
     /// Processing time moved on without a record.

@@ -94,12 +94,7 @@ pub(super) fn run_blocking(
         "repartitioning the {side} side: `{}` → `{}` by {} ({})",
         plan.source_topic,
         plan.topic,
-        cfg.join
-            .side(side)
-            .hash_by
-            .as_deref()
-            .unwrap_or_default()
-            .join(","),
+        plan.by.join(","),
         placement.describe()
     );
     let mut router = Router::new(cfg, plan, placement, metrics)?;
@@ -157,8 +152,7 @@ fn avro_fields_hold(
     let Some(fields) = fields else {
         return Ok(false);
     };
-    let hashed = spec.hash_by.as_deref().unwrap_or_default();
-    match hashed.iter().find(|c| !fields.contains(c)) {
+    match plan.by.iter().find(|c| !fields.contains(c)) {
         None => Ok(true),
         Some(c) => Err(RunError::Startup(StartupError::Refused(format!(
             "SIDEJOIN_{}_HASH_BY: `{c}` is not a field of the {side} side's Avro rows (subject `{}-value`, \

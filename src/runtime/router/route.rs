@@ -72,7 +72,7 @@ impl<'a> Router<'a> {
         let spec = cfg.join.side(plan.side);
         // A mirrored placement matches the other side's join key by position.
         let columns = match placement.form {
-            crate::routing::KeyForm::Canonical => spec.hash_by.clone().unwrap_or_default(),
+            crate::routing::KeyForm::Canonical => plan.by.clone(),
             _ => spec.key.clone(),
         };
         let avro = match AvroInput::new(cfg) {

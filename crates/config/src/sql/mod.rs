@@ -98,9 +98,10 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
     let select = output::projection(join.select, &join.inputs, &mut warnings)?;
     let mut extra: [Vec<TableOption>; 2] = Default::default();
     join_hints::apply(&mut s, &q.hints, &join.inputs, &mut extra)?;
-    sources(&mut s, &join.inputs, extra)?;
+    let key_fields = sources(&mut s, &join.inputs, extra)?;
     let sink_names = sink(&mut s, &script.tables, q.sink.as_ref())?;
     output::settings(&mut s, &join, &cond, &select, sink_names.as_deref())?;
+    options::keyed_sides(&mut s, key_fields)?;
     Ok(Translation {
         settings: s,
         warnings,
@@ -119,8 +120,14 @@ fn refuse_self_join(join: &Join) -> Result<()> {
     Ok(())
 }
 
-/// The settings of both inputs, with their dynamic table options (`extra`, from OPTIONS hints).
-fn sources(s: &mut Settings, inputs: &[Input; 2], mut extra: [Vec<TableOption>; 2]) -> Result<()> {
+/// The settings of both inputs, with their dynamic table options (`extra`, from OPTIONS hints);
+/// returns each one's `'key.fields'` option.
+fn sources(
+    s: &mut Settings,
+    inputs: &[Input; 2],
+    mut extra: [Vec<TableOption>; 2],
+) -> Result<[Option<TableOption>; 2]> {
+    let mut key_fields: [Option<TableOption>; 2] = Default::default();
     for side in Side::BOTH {
         // Dynamic table options replace the WITH options of the same key.
         let mut t = inputs[side.index()].table.clone();
@@ -128,9 +135,9 @@ fn sources(s: &mut Settings, inputs: &[Input; 2], mut extra: [Vec<TableOption>; 
         t.options
             .retain(|o| !dynamic.iter().any(|d| d.key == o.key));
         t.options.append(dynamic);
-        options::source(s, side, &t)?;
+        key_fields[side.index()] = options::source(s, side, &t)?;
     }
-    Ok(())
+    Ok(key_fields)
 }
 
 /// The settings of the `INSERT INTO` sink, if any, and the names of its columns the SELECT list

@@ -180,12 +180,15 @@ pub(super) fn columns_value(t: &Table) -> String {
         .join(", ")
 }
 
-/// The settings of the table read as `side`.
-pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
+/// The settings of the table read as `side`; returns its `'key.fields'` option (a `kafka`
+/// table's declaration of what its records are keyed by), which `keyed_sides` judges once
+/// the join key is known.
+pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<Option<TableOption>> {
     let v = side.var();
     let conn = connector(t, &["kafka", "upsert-kafka"])?;
     let upsert = conn.value == "upsert-kafka";
     let mut format = None;
+    let mut key_fields = None;
     for o in &t.options {
         if kafka_common(s, o)? || registry(s, o)? || csv_option(s, v, o)? {
             continue;
@@ -199,7 +202,7 @@ pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
             "topic" => s.set(&format!("{v}_TOPIC"), &o.value, o.at, q)?,
             "format" | "value.format" => format = Some(source_format(&conn.value, o)?),
             "key.format" => {}
-            "key.fields" if !upsert => {}
+            "key.fields" if !upsert => key_fields = Some(o.clone()),
             "value.fields-include" if o.value.eq_ignore_ascii_case("all") => {}
             "value.fields-include" if upsert && o.value.eq_ignore_ascii_case("except_key") => {}
             "value.fields-include" => {
@@ -238,7 +241,34 @@ pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<()> {
             format!("CREATE TABLE {}", t.name),
         )?;
     }
-    primary_key(s, t, &format!("{v}_PRIMARY_KEY"), upsert)
+    primary_key(s, t, &format!("{v}_PRIMARY_KEY"), upsert)?;
+    Ok(key_fields)
+}
+
+/// `'key.fields'` naming exactly a side's join columns declare its topic keyed by the join key
+/// (Flink's Kafka sink and any producer keying by those fields put equal join keys in one
+/// partition): the side is read as it is, `<SIDE>_HASH_BY=none`, unless a `HASH_BY_KEY` hint
+/// already placed it. Other key fields, or none, leave the placement to the plan (SPEC §6).
+pub(super) fn keyed_sides(s: &mut Settings, key_fields: [Option<TableOption>; 2]) -> Result<()> {
+    for (side, o) in Side::BOTH.into_iter().zip(key_fields) {
+        let Some(o) = o else { continue };
+        let v = side.var();
+        if s.get(&format!("SIDEJOIN_{v}_HASH_BY")).is_some() {
+            continue;
+        }
+        let join_key = s
+            .get(&format!("SIDEJOIN_{v}_KEY"))
+            .map(|k| k.value.clone())
+            .unwrap_or_default();
+        let mut declared: Vec<&str> = o.value.split(';').map(str::trim).collect();
+        let mut joined: Vec<&str> = join_key.split(',').map(str::trim).collect();
+        declared.sort_unstable();
+        joined.sort_unstable();
+        if declared == joined {
+            s.set(&format!("{v}_HASH_BY"), "none", o.at, quoted(&o))?;
+        }
+    }
+    Ok(())
 }
 
 /// The settings of the sink table; `print` and `blackhole` sinks write no topic.
