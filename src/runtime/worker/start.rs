@@ -22,7 +22,7 @@ use sidejoin_store::Checkpointed;
 
 use super::super::broadcast::Broadcast;
 use super::super::durable::{identity, Parts, Protocol};
-use super::super::faults::{fault, Fault};
+use super::super::faults::fault;
 use super::super::input::{Lanes, Merge};
 use super::super::output::Output;
 use super::super::processor::Processor;
