@@ -264,6 +264,8 @@ fn check_prints_the_plan_and_the_topics() {
         "output key provably unique: no (the right side has no primary key",
         "output insert-only: no (SIDEJOIN_LEFT_PRIMARY_KEY=id",
         "topics: left 2 partitions, right 2 partitions (co-partitioned), output 1 partitions",
+        "placement left: read as it is: declared keyed by the join key (SIDEJOIN_LEFT_HASH_BY=none",
+        "source left: `",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
@@ -293,6 +295,7 @@ fn check_prints_the_repartition_topology() {
     for needle in [
         format!("repartition: the right topic `{right}` is re-keyed by id into `"),
         "keys and partitioner learnt from the left topic's records, to meet them".to_owned(),
+        "placement right: re-keyed: SIDEJOIN_RIGHT_HASH_BY".to_owned(),
         "topics: left 4 partitions, right 4 partitions (co-partitioned), output 1 partitions; the right topic's 1 partitions re-keyed into 4 (SIDEJOIN_RIGHT_HASH_BY)".to_owned(),
     ] {
         assert!(stdout.contains(needle.as_str()), "missing {needle:?} in:\n{stdout}");

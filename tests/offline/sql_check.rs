@@ -64,3 +64,38 @@ fn variables_printed_by_check_replay_like_the_sql() {
         fixtures::check(&plain, &by_vars).unwrap_or_else(|e| panic!("{}: {e}", f.name));
     }
 }
+
+/// `check` prints each side's placement and why (issue 24): seed 000's csv tables declare no
+/// key, so both are re-keyed by the join key on topics of several partitions; the same job with
+/// `'key.fields'` on the join column reads that side as it is.
+#[test]
+fn check_prints_each_sides_placement_with_the_reason() {
+    let f = fixtures::load(&fixtures::fixtures_dir().join("sql_seed000_left_join"));
+    let out = check_output(&f);
+    for needle in [
+        "placement left: re-keyed: csv declares no key on the join columns",
+        "placement right: re-keyed: csv declares no key on the join columns",
+        "repartition: the left topic `user_info_001` is re-keyed by user_id",
+        "keys and partitioner chosen by sidejoin",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+    let sql = std::fs::read_to_string(f.dir.join("job.sql"))
+        .unwrap()
+        .replacen(
+            "'value.format' = 'csv'",
+            "'key.format' = 'csv', 'key.fields' = 'user_id', 'value.format' = 'csv'",
+            1,
+        );
+    let mut keyed = f.clone();
+    keyed.env.retain(|(k, _)| k != "SIDEJOIN_SQL_FILE");
+    keyed.env.push(("SIDEJOIN_SQL".to_owned(), sql));
+    let out = check_output(&keyed);
+    for needle in [
+        "placement left: read as it is: declared keyed by the join key",
+        "placement right: re-keyed",
+        "keys and partitioner learnt from the left topic's records",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
+    }
+}
