@@ -3,7 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sidejoin_config::{ColumnKind, ColumnSpec, CsvSpec, Format, Side, SideSpec, TimeSource};
+use sidejoin_config::{
+    ColumnKind, ColumnSpec, CsvSpec, Format, HashBy, Side, SideSpec, TimeSource,
+};
 use sidejoin_core::format::{Decoder, Reading};
 
 const FORMATS: [Format; 4] = [
@@ -51,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
         dedup: false,
         ttl_ms: 0,
         time: TimeSource::RecordTimestamp,
-        hash_by: None,
+        hash_by: HashBy::Auto,
         topic: None,
         csv: (format == Format::Csv).then(|| csv(s)),
     };
