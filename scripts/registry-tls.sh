@@ -52,13 +52,7 @@ nginx_bin() {
 
 # The pid of DIR's nginx master, if it runs (its command line names DIR: no pid reuse).
 running_pid() {
-  local dir="$1" pid cmdline
-  [[ -s "${dir}/nginx.pid" ]] || return 1
-  pid="$(<"${dir}/nginx.pid")"
-  is_alive "$pid" || return 1
-  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
-  [[ "$cmdline" == *"${dir}/nginx.conf"* ]] || return 1
-  printf '%s\n' "$pid"
+  pid_of "$1/nginx.pid" "$1/nginx.conf"
 }
 
 # write_conf DIR PORT UPSTREAM_HOSTPORT

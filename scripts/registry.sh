@@ -207,13 +207,7 @@ cmd_fetch() {
 
 # The pid of DIR's registry, if it runs (the command line names DIR: no pid reuse).
 running_pid() {
-  local dir="$1" pid cmdline
-  [[ -f "${dir}/registry.pid" ]] || return 1
-  pid="$(<"${dir}/registry.pid")"
-  is_alive "$pid" || return 1
-  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
-  [[ "$cmdline" == *"-Dsidejoin.registry.dir=${dir} "* ]] || return 1
-  printf '%s\n' "$pid"
+  pid_of "$1/registry.pid" "-Dsidejoin.registry.dir=$1 "
 }
 
 # ---------------------------------------------------------------- start -----

@@ -1,5 +1,5 @@
 # Helpers shared by the scripts that run a local service for development and tests
-# (scripts/kafka.sh, scripts/registry.sh). Sourced, not run: the sourcing script defines `die`,
+# (scripts/kafka.sh, scripts/registry.sh, scripts/registry-tls.sh). Sourced, not run: the sourcing script defines `die`,
 # `log`, `usage` and `SELF`, and implements `start DIR` (printing the service's address) and
 # `stop DIR`.
 
@@ -16,6 +16,18 @@ is_alive() {
   [[ "$pid" =~ ^[0-9]+$ && -r "/proc/${pid}/stat" ]] || return 1
   state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/${pid}/stat" 2>/dev/null)" || return 1
   [[ "$state" != Z && "$state" != X ]]
+}
+
+# The pid in PIDFILE $1 if that process is alive and its command line contains $2 (the
+# service's own directory or config: a reused pid is not mistaken for it); fails otherwise.
+pid_of() {
+  local pidfile="$1" needle="$2" pid cmdline
+  [[ -s "$pidfile" ]] || return 1
+  pid="$(<"$pidfile")"
+  is_alive "$pid" || return 1
+  cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
+  [[ "$cmdline" == *"$needle"* ]] || return 1
+  printf '%s\n' "$pid"
 }
 
 # Two free loopback ports, "PORT1 PORT2".
