@@ -235,9 +235,10 @@ fn broadcast_without_hash_by_on_a_topic_keyed_by_something_else_differs_from_rep
     );
 }
 
-#[test]
-fn a_record_without_the_hashed_column_goes_to_the_dead_letter_topic_with_the_reason() {
-    let (app, left, right, env) = env("rekey-dlq", [2, 2, 1], "id,k");
+/// The left side re-keyed by `k`, undecodable or unroutable records to a dead-letter topic of
+/// the test's own: `(dlq, left, right, env)`.
+fn dead_letter_env(name: &str) -> (String, String, String, Vec<(String, String)>) {
+    let (app, left, right, env) = env(name, [2, 2, 1], "id,k");
     let dlq = format!("{app}-dlq");
     let env = with(
         &env,
@@ -247,6 +248,18 @@ fn a_record_without_the_hashed_column_goes_to_the_dead_letter_topic_with_the_rea
             ("SIDEJOIN_DLQ_TOPIC", &dlq),
         ],
     );
+    (dlq, left, right, env)
+}
+
+/// Right rows of keys 1–20: enough keys to tell the right producer's partitioner (librdkafka's)
+/// from Kafka's.
+fn right_keys(t0: i64) -> Vec<Pair> {
+    (1..=20).map(|k| upsert::right_row(k, k * 10, t0)).collect()
+}
+
+#[test]
+fn a_record_without_the_hashed_column_goes_to_the_dead_letter_topic_with_the_reason() {
+    let (dlq, left, right, env) = dead_letter_env("rekey-dlq");
     let t0 = kafka::now_ms();
     let good = |id: u64, k: u64, ts: i64| -> Pair {
         let after = json!({"id": id, "k": k, "v": 1});
@@ -263,8 +276,7 @@ fn a_record_without_the_hashed_column_goes_to_the_dead_letter_topic_with_the_rea
         json!({"before": null, "after": {"id": 9, "v": 1}, "op": "c"}).to_string(),
         t0 + 3,
     );
-    // Enough right keys to tell the right producer's partitioner (librdkafka's) from Kafka's.
-    let mut all: Vec<Pair> = (1..=20).map(|k| upsert::right_row(k, k * 10, t0)).collect();
+    let mut all = right_keys(t0);
     all.extend([good(1, 1, t0 + 2), bad.clone(), good(2, 2, t0 + 4)]);
     upsert::produce_sides(&left, &right, &all);
     let mut a = Sidejoin::start("run", &kills::instance(&env, 0));
@@ -293,16 +305,7 @@ fn a_record_without_the_hashed_column_goes_to_the_dead_letter_topic_with_the_rea
 
 #[test]
 fn a_record_that_panics_the_router_goes_to_the_dead_letter_topic() {
-    let (app, left, right, env) = env("rekey-panic", [2, 2, 1], "id,k");
-    let dlq = format!("{app}-dlq");
-    let env = with(
-        &env,
-        &[
-            ("SIDEJOIN_LEFT_HASH_BY", "k"),
-            ("SIDEJOIN_ON_ERROR", "dlq"),
-            ("SIDEJOIN_DLQ_TOPIC", &dlq),
-        ],
-    );
+    let (dlq, left, right, env) = dead_letter_env("rekey-panic");
     let t0 = kafka::now_ms();
     let row = |id: u64, k: u64, v: &str, ts: i64| -> Pair {
         let after = json!({"id": id, "k": k, "v": v});
@@ -311,7 +314,7 @@ fn a_record_that_panics_the_router_goes_to_the_dead_letter_topic() {
     };
     // The router panics on it (`SJ_TEST_FAULT=panic_on_marker`) once it has routed it.
     let poison = row(9, 3, "SJ_TEST_POISON", t0 + 3);
-    let mut all: Vec<Pair> = (1..=20).map(|k| upsert::right_row(k, k * 10, t0)).collect();
+    let mut all = right_keys(t0);
     all.extend([
         row(1, 1, "a", t0 + 2),
         poison.clone(),
