@@ -10,9 +10,7 @@ use sidejoin_core::avro::json::{datum_output_limit, datum_to_json};
 use sidejoin_core::avro::schema::WriterSchema;
 
 fuzz_target!(|data: &[u8]| {
-    let mut draw = schema_gen::Draw::new(data);
-    let text = draw.schema(0, None);
-    let body = data.get(draw.pos..).unwrap_or_default();
+    let (text, body) = schema_gen::schema_and_body(data);
     let Ok(schema) = WriterSchema::parse(&text) else {
         return;
     };

@@ -11,9 +11,7 @@ use sidejoin_core::avro::json::datum_to_json;
 use sidejoin_core::avro::schema::WriterSchema;
 
 fuzz_target!(|data: &[u8]| {
-    let mut draw = schema_gen::Draw::new(data);
-    let text = draw.schema(0, None);
-    let body = data.get(draw.pos..).unwrap_or_default();
+    let (text, body) = schema_gen::schema_and_body(data);
     // Encoding big-decimal output is not supported (docs/src/operations/avro.md); decimals of
     // more digits than a double holds do not survive serde_json's `Value` (a known limit,
     // docs/src/operations/hostile-input.md#fuzzing).

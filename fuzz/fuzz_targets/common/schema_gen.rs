@@ -10,6 +10,13 @@ pub struct Draw<'a> {
     names: usize,
 }
 
+/// A writer schema's text drawn from the head of `data`, and the rest of `data` as a datum body.
+pub fn schema_and_body(data: &[u8]) -> (String, &[u8]) {
+    let mut draw = Draw::new(data);
+    let text = draw.schema(0, None);
+    (text, data.get(draw.pos..).unwrap_or_default())
+}
+
 impl<'a> Draw<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
         Draw {
