@@ -12,7 +12,9 @@ use apache_avro::schema::{
 };
 use serde_json::Value;
 
-use super::encode_values::{base64_of, float, minimal, mismatch, time_of_day, timestamp, unscaled};
+use super::encode_values::{
+    abbreviated, base64_of, float, minimal, mismatch, time_of_day, timestamp, unscaled,
+};
 use super::json::MAX_DEPTH;
 
 /// Appends `value` encoded with `schema` to `out`.
@@ -262,7 +264,11 @@ fn decimal(d: &DecimalSchema, v: &Value, out: &mut Vec<u8>) -> Result<(), String
         InnerDecimalSchema::Fixed(f) => {
             let m = minimal(&unscaled);
             if m.len() > f.size {
-                return Err(format!("decimal {v} does not fit {} bytes", f.size));
+                return Err(format!(
+                    "decimal {} does not fit {} bytes",
+                    abbreviated(&v.to_string()),
+                    f.size
+                ));
             }
             let fill = if m[0] & 0x80 != 0 { 0xff } else { 0 };
             out.extend(std::iter::repeat_n(fill, f.size - m.len()));

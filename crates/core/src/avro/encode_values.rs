@@ -4,13 +4,10 @@
 
 use serde_json::Value;
 
+use super::json::MAX_UNSCALED_DIGITS;
+
 pub(super) fn mismatch(what: &str, v: &Value) -> String {
-    let mut text = v.to_string();
-    if text.len() > 80 {
-        text.truncate(80);
-        text.push('…');
-    }
-    format!("expected {what}, found {text}")
+    format!("expected {what}, found {}", abbreviated(&v.to_string()))
 }
 
 pub(super) fn float(v: &Value) -> Result<f64, String> {
@@ -52,30 +49,66 @@ pub(super) fn base64_decode(s: &str) -> Option<Vec<u8>> {
 }
 
 /// The unscaled integer of a decimal (JSON number or string) at `scale`, as decimal digits with
-/// a sign: exact (no float), refusing digits beyond the scale.
+/// a sign: exact (no float; an exponent is applied to the digits), refusing digits beyond the
+/// scale and values of more than `MAX_UNSCALED_DIGITS` digits.
 pub(super) fn unscaled(v: &Value, scale: usize) -> Result<(bool, Vec<u8>), String> {
     let text = match v {
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.clone(),
         _ => return Err(mismatch("a decimal", v)),
     };
+    let plain = || format!("{} is not a plain decimal number", abbreviated(&text));
     let (negative, body) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text.as_str()),
     };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    let (mantissa, exponent) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().map_err(|_| plain())?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     if int.is_empty() && frac.is_empty()
         || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
     {
-        return Err(format!("{text} is not a plain decimal number"));
+        return Err(plain());
     }
-    let frac = frac.trim_end_matches('0');
-    if frac.len() > scale {
-        return Err(format!("{text} has more than {scale} fraction digits"));
+    // The value is digits × 10^(exponent - fraction digits); leading and trailing zeros do not
+    // count, so `0.000…1e1000` and `1e-1000` stay small.
+    let digits = int.bytes().chain(frac.bytes()).map(|b| b - b'0');
+    let mut digits: Vec<u8> = digits.skip_while(|&d| d == 0).collect();
+    let mut power = exponent.saturating_sub(frac.len() as i64);
+    while digits.last() == Some(&0) {
+        digits.pop();
+        power = power.saturating_add(1);
     }
-    let mut digits: Vec<u8> = int.bytes().chain(frac.bytes()).map(|b| b - b'0').collect();
-    digits.extend(std::iter::repeat_n(0, scale - frac.len()));
+    if digits.is_empty() {
+        return Ok((negative, vec![0]));
+    }
+    // Digits at `scale`: the point moves by `scale + power`.
+    let shift = power.saturating_add(scale as i64);
+    if shift < 0 {
+        return Err(format!(
+            "{} has more than {scale} fraction digits",
+            abbreviated(&text)
+        ));
+    }
+    let width = (digits.len() as i64).saturating_add(shift);
+    if width > MAX_UNSCALED_DIGITS as i64 {
+        return Err(format!(
+            "{} has more than {MAX_UNSCALED_DIGITS} digits at scale {scale}",
+            abbreviated(&text)
+        ));
+    }
+    digits.extend(std::iter::repeat_n(0, shift as usize));
     Ok((negative, digits))
+}
+
+/// At most 80 characters of a value's text, for error messages.
+pub(super) fn abbreviated(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
 }
 
 /// Minimal big-endian two's complement bytes of a signed decimal-digit integer.
@@ -137,25 +170,32 @@ pub(super) fn time_of_day(v: &Value) -> Result<i64, String> {
 }
 
 /// Units of `unit_nanos` since the epoch of an RFC 3339 / `YYYY-MM-DD HH:MM:SS` text (no zone:
-/// UTC), or of an integer taken as already in those units.
+/// UTC), of any year chrono reads, or of an integer taken as already in those units.
 pub(super) fn timestamp(v: &Value, unit_nanos: i64) -> Result<i64, String> {
     match v {
         Value::String(s) => {
-            let nanos =
-                timestamp_nanos(s).ok_or_else(|| format!("{s:?} is not an RFC 3339 timestamp"))?;
-            Ok(nanos.div_euclid(unit_nanos))
+            let (secs, nanos) =
+                parse_timestamp(s).ok_or_else(|| format!("{s:?} is not an RFC 3339 timestamp"))?;
+            // Floor division, as the seconds are floored and the nanoseconds non-negative.
+            secs.checked_mul(1_000_000_000 / unit_nanos)
+                .and_then(|units| units.checked_add(i64::from(nanos) / unit_nanos))
+                .ok_or_else(|| format!("{s:?} is out of the range of this timestamp type"))
         }
         _ => v.as_i64().ok_or_else(|| mismatch("a timestamp", v)),
     }
 }
 
-/// Nanoseconds since the epoch of a timestamp text (no zone: UTC, as `format::parse_time`).
-fn timestamp_nanos(s: &str) -> Option<i64> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return t.timestamp_nanos_opt();
-    }
-    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
-        .iter()
-        .find_map(|f| chrono::NaiveDateTime::parse_from_str(s, f).ok())
-        .and_then(|t| t.and_utc().timestamp_nanos_opt())
+/// Seconds since the epoch and the nanoseconds past them of a timestamp text (no zone: UTC, as
+/// `format::parse_time`).
+fn parse_timestamp(s: &str) -> Option<(i64, u32)> {
+    let utc = chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.to_utc())
+        .ok()
+        .or_else(|| {
+            ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+                .iter()
+                .find_map(|f| chrono::NaiveDateTime::parse_from_str(s, f).ok())
+                .map(|t| t.and_utc())
+        })?;
+    Some((utc.timestamp(), utc.timestamp_subsec_nanos()))
 }

@@ -7,7 +7,7 @@
 //! scale (`12.30`); `uuid` its string; `date` `"2024-01-31"`; `time-millis`/`-micros`
 //! `"13:45:00.123"`/`"13:45:00.123456"`; `timestamp-millis`/`-micros`/`-nanos` RFC 3339 UTC with
 //! 3/6/9 fraction digits (`"2024-01-31T13:45:00.123Z"`), `local-timestamp-*` the same without
-//! `Z`; `duration` `{"months":…,"days":…,"millis":…}`; NaN and infinities the strings `"NaN"`,
+//! `Z` (outside the years 0000–9999, the number of units); `duration` `{"months":…,"days":…,"millis":…}`; NaN and infinities the strings `"NaN"`,
 //! `"Infinity"`, `"-Infinity"` (JSON has no such numbers).
 //!
 //! Never trusts the body: every length is checked against what is left before anything is
@@ -42,6 +42,10 @@ pub const MAX_DECIMAL_DIGITS: usize = 1_000;
 /// The longest unscaled decimal value, in bytes (2,466 decimal digits): the text conversion
 /// divides the whole value once per digit, so its cost grows with the square of this.
 pub const MAX_DECIMAL_BYTES: usize = 1_024;
+
+/// The most digits an unscaled value of `MAX_DECIMAL_BYTES` has (2^8191 < 10^2466): the bound
+/// of a decimal the encoder reads, so every decimal the decoder writes encodes again.
+pub const MAX_UNSCALED_DIGITS: usize = 2_466;
 
 /// The most JSON a body of `body_len` bytes may decode to.
 pub fn datum_output_limit(body_len: usize) -> usize {

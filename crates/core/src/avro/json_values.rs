@@ -3,6 +3,8 @@
 
 use std::io::Write;
 
+use chrono::Datelike;
+
 pub(super) fn string(s: &str, out: &mut Vec<u8>) {
     serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
 }
@@ -146,7 +148,9 @@ pub(super) fn time_of_day(nanos: i64, digits: usize, out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
-/// RFC 3339 text of `value` units of `unit_nanos` since the epoch, `digits` fraction digits.
+/// RFC 3339 text of `value` units of `unit_nanos` since the epoch, `digits` fraction digits; a
+/// timestamp outside the years 0000–9999 (which RFC 3339 cannot write) is its number of units,
+/// as Avro holds it (the encoder reads it back as such).
 pub(super) fn timestamp(
     value: i64,
     unit_nanos: i64,
@@ -157,8 +161,12 @@ pub(super) fn timestamp(
     let per_sec = 1_000_000_000 / unit_nanos;
     let secs = value.div_euclid(per_sec);
     let sub = value.rem_euclid(per_sec);
-    let t = chrono::DateTime::from_timestamp(secs, (sub * unit_nanos) as u32)
-        .ok_or_else(|| format!("a timestamp out of range ({value})"))?;
+    let Some(t) = chrono::DateTime::from_timestamp(secs, (sub * unit_nanos) as u32)
+        .filter(|t| (0..=9999).contains(&t.year()))
+    else {
+        write!(out, "{value}").expect("writing to a Vec cannot fail");
+        return Ok(());
+    };
     let frac = sub * unit_nanos / 10i64.pow(9 - digits as u32);
     write!(
         out,
@@ -168,6 +176,6 @@ pub(super) fn timestamp(
         if utc { "Z" } else { "" },
         w = digits
     )
-    .unwrap();
+    .expect("writing to a Vec cannot fail");
     Ok(())
 }
