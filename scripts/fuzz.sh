@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh - runs every cargo-fuzz target (fuzz/fuzz_targets, docs/src/operations/hostile-input.md#fuzzing)
-# for SECONDS each (default 30), one after another, with the issue's limits: 2 GiB RSS, 5 s per
-# input, inputs up to 1 MiB. .ci/run calls it with the default; a longer run is
-# `scripts/fuzz.sh 1200 [target…]`. The nightly toolchain (rustup) and cargo-fuzz are installed
-# when missing, cargo-fuzz into ~/.cache/sidejoin-tools (where CI caches its tools). A finding
-# stops the run and is left in fuzz/artifacts/<target>/; new corpus entries go to a scratch
-# directory (the committed corpus, fuzz/corpus/<target>, is only read).
+# one after another, with the issue's limits: 2 GiB RSS, 5 s per input, inputs up to 1 MiB.
+#   scripts/fuzz.sh [SECONDS] [TARGET…]        each target for SECONDS of wall time (default 30; .ci/run)
+#   scripts/fuzz.sh --cpu SECONDS [TARGET…]    each target until its processes used SECONDS of CPU,
+#                                              in slices of at most 300 s (the long run on a shared machine)
+# Each target ends with a line `== fuzz T: U s user + S s system CPU in W s`. The nightly toolchain
+# (rustup) and cargo-fuzz are installed when missing, cargo-fuzz into ~/.cache/sidejoin-tools (where
+# CI caches its tools). A finding stops the run and is left in fuzz/artifacts/<target>/; new corpus
+# entries go to a scratch directory (the committed corpus, fuzz/corpus/<target>, is only read).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=wall
+if [ "${1:-}" = --cpu ]; then mode=cpu; shift; fi
 secs="${1:-30}"
 shift || true
 tools="$HOME/.cache/sidejoin-tools"
@@ -18,11 +22,37 @@ target_dir="${FUZZ_TARGET_DIR:-$HOME/.cache/sidejoin-fuzz-target}"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo +nightly fuzz list --fuzz-dir fuzz)
 cargo +nightly fuzz build --fuzz-dir fuzz --target-dir "$target_dir" -O
+
+# User and system CPU seconds of this shell's finished children (bash's `times`, second line).
+children_cpu() {
+  times | sed -n 2p | awk '{ for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); printf "%.1f ", p[1] * 60 + p[2] } }'
+}
+
+# One libFuzzer session of target $1 for $2 wall seconds over scratch corpus $3.
+fuzz_slice() {
+  cargo +nightly fuzz run --fuzz-dir fuzz --target-dir "$target_dir" -O "$1" "$3" "fuzz/corpus/$1" -- \
+    -rss_limit_mb=2048 -timeout=5 -max_len=1048576 -max_total_time="$2" -print_final_stats=1
+}
+
 for t in "${targets[@]}"; do
-  echo "== fuzz $t for ${secs}s"
+  echo "== fuzz $t: $mode $secs s"
   scratch=$(mktemp -d)
   mkdir -p "fuzz/corpus/$t"
-  cargo +nightly fuzz run --fuzz-dir fuzz --target-dir "$target_dir" -O "$t" "$scratch" "fuzz/corpus/$t" -- \
-    -rss_limit_mb=2048 -timeout=5 -max_len=1048576 -max_total_time="$secs" -print_final_stats=1
+  read -r user0 sys0 < <(children_cpu)
+  start=$SECONDS
+  if [ "$mode" = wall ]; then
+    fuzz_slice "$t" "$secs" "$scratch"
+  else
+    while :; do
+      read -r user sys < <(children_cpu)
+      left=$(awk -v u="$user" -v s="$sys" -v u0="$user0" -v s0="$sys0" -v goal="$secs" \
+        'BEGIN { l = goal - (u - u0) - (s - s0); print (l > 0) ? int(l) + 1 : 0 }')
+      [ "$left" -gt 0 ] || break
+      fuzz_slice "$t" "$(( left < 300 ? left : 300 ))" "$scratch"
+    done
+  fi
+  read -r user sys < <(children_cpu)
+  awk -v t="$t" -v u="$user" -v s="$sys" -v u0="$user0" -v s0="$sys0" -v w=$((SECONDS - start)) \
+    'BEGIN { printf "== fuzz %s: %.0f s user + %.0f s system CPU in %d s\n", t, u - u0, s - s0, w }'
   rm -rf "$scratch"
 done
