@@ -23,9 +23,13 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo +nightly fuzz list --fuzz-dir fuzz)
 cargo +nightly fuzz build --fuzz-dir fuzz --target-dir "$target_dir" -O
 
-# User and system CPU seconds of this shell's finished children (bash's `times`, second line).
+# User and system CPU seconds of this shell's finished children, into $cpu_user and $cpu_sys:
+# bash's `times` (its second line), run in this shell itself — a subshell has its own children.
+cpu_file=$(mktemp)
 children_cpu() {
-  times | sed -n 2p | awk '{ for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); printf "%.1f ", p[1] * 60 + p[2] } }'
+  times > "$cpu_file"
+  read -r cpu_user cpu_sys < <(sed -n 2p "$cpu_file" |
+    awk '{ for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); printf "%.1f ", p[1] * 60 + p[2] }; print "" }')
 }
 
 # One libFuzzer session of target $1 for $2 wall seconds over scratch corpus $3.
@@ -38,21 +42,23 @@ for t in "${targets[@]}"; do
   echo "== fuzz $t: $mode $secs s"
   scratch=$(mktemp -d)
   mkdir -p "fuzz/corpus/$t"
-  read -r user0 sys0 < <(children_cpu)
+  children_cpu
+  user0=$cpu_user sys0=$cpu_sys
   start=$SECONDS
   if [ "$mode" = wall ]; then
     fuzz_slice "$t" "$secs" "$scratch"
   else
     while :; do
-      read -r user sys < <(children_cpu)
-      left=$(awk -v u="$user" -v s="$sys" -v u0="$user0" -v s0="$sys0" -v goal="$secs" \
+      children_cpu
+      left=$(awk -v u="$cpu_user" -v s="$cpu_sys" -v u0="$user0" -v s0="$sys0" -v goal="$secs" \
         'BEGIN { l = goal - (u - u0) - (s - s0); print (l > 0) ? int(l) + 1 : 0 }')
       [ "$left" -gt 0 ] || break
       fuzz_slice "$t" "$(( left < 300 ? left : 300 ))" "$scratch"
     done
   fi
-  read -r user sys < <(children_cpu)
-  awk -v t="$t" -v u="$user" -v s="$sys" -v u0="$user0" -v s0="$sys0" -v w=$((SECONDS - start)) \
+  children_cpu
+  awk -v t="$t" -v u="$cpu_user" -v s="$cpu_sys" -v u0="$user0" -v s0="$sys0" -v w=$((SECONDS - start)) \
     'BEGIN { printf "== fuzz %s: %.0f s user + %.0f s system CPU in %d s\n", t, u - u0, s - s0, w }'
   rm -rf "$scratch"
 done
+rm -f "$cpu_file"
