@@ -8,6 +8,15 @@ use sidejoin_core::row::{scan, JsonKind, Row};
 fuzz_target!(|data: &[u8]| {
     let ours = scan::scan(data);
     let theirs = serde_json::from_slice::<serde_json::Value>(data);
+    // serde_json (arbitrary_precision) reads an object whose first member is named
+    // `$serde_json::private::Number` as a number or refuses it; the scanner refuses it
+    // (row::scan's NUMBER_TOKEN, docs/src/operations/hostile-input.md#bounds).
+    if ours
+        .as_ref()
+        .is_err_and(|e| e.message.contains("$serde_json::private::Number"))
+    {
+        return;
+    }
     assert_eq!(
         ours.is_ok(),
         theirs.is_ok(),

@@ -106,3 +106,26 @@ fn values_are_skipped_and_compacted() {
     assert_eq!(skip_value(br#""a\"b",1"#, 0), 6);
     assert_eq!(skip_value(b"-1.5e3,", 0), 6);
 }
+
+/// Fuzzing found it (stored_row): `{"$serde_json::private::Number":0}` is valid JSON that
+/// serde_json, with `arbitrary_precision`, refuses to read as a value, and it reads
+/// `{"$serde_json::private::Number":"5"}` as the number 5 — an object that would change or
+/// vanish wherever sidejoin parses a row into a `Value`. The scanner refuses an object whose
+/// first member has that name, at any depth and however it is escaped.
+#[test]
+fn serde_jsons_reserved_number_name_is_refused_as_serde_json_refuses_it() {
+    for text in [
+        r#"{"$serde_json::private::Number":0}"#,
+        r#"{"$serde_json::private::Number":"5"}"#,
+        r#"{"a":[{"$serde_json::private::Number":"5","b":1}]}"#,
+        r#"{"\u0024serde_json::private::Number":"5"}"#,
+    ] {
+        assert!(err(text).contains("reserved by the JSON parser"), "{text}");
+        let theirs = serde_json::from_str::<serde_json::Value>(text);
+        assert!(theirs.is_err() || !text.starts_with("{\"a\"") && theirs.unwrap().is_number());
+    }
+    // Not as a later member: serde_json reads those as names like any other.
+    let later = r#"{"a":1,"$serde_json::private::Number":"5"}"#;
+    ok(later);
+    assert!(serde_json::from_str::<serde_json::Value>(later).is_ok());
+}
