@@ -52,6 +52,9 @@ fn a_garbage_changelog_record_refuses_the_start_with_a_named_message() {
     assert!(!logs.contains("panicked"), "no panic:\n{logs}");
 }
 
+/// A RocksDB key and its value.
+type KeyValue = (Box<[u8]>, Box<[u8]>);
+
 /// Every RocksDB database under `dir` (a directory holding `CURRENT`: the state directory
 /// itself, or each worker's under it).
 fn databases(dir: &Path) -> Vec<PathBuf> {
@@ -76,7 +79,7 @@ fn corrupt_row_values(dir: &Path) -> usize {
     let mut corrupted = 0;
     for path in databases(dir) {
         let db = rocksdb::DB::open_default(&path).expect("open the stopped run's RocksDB");
-        let rows: Vec<(Box<[u8]>, Box<[u8]>)> = db
+        let rows: Vec<KeyValue> = db
             .iterator(rocksdb::IteratorMode::Start)
             .map(|kv| kv.expect("read RocksDB"))
             .filter(|(_, v)| v.len() > 17 && v[0] == 1)

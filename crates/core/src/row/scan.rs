@@ -10,20 +10,13 @@
 use smallvec::SmallVec;
 
 mod kind;
+mod reserved;
 mod validated;
 pub use kind::JsonKind;
 pub use validated::{compact_into, members, skip_string, skip_value};
 
 /// Nesting deeper than this is refused, as serde_json does.
 const MAX_DEPTH: u32 = 128;
-
-/// The name serde_json (with `arbitrary_precision`, which the workspace enables so numbers keep
-/// their text) reads as "this object is a number" when an object's first member has it: such an
-/// object would read back as another value, or not at all, wherever sidejoin parses JSON into a
-/// `serde_json::Value` (Avro output, nested equality). It is refused instead, as serde_json does.
-const NUMBER_TOKEN: &[u8] = b"$serde_json::private::Number";
-const RESERVED_NAME: &str =
-    "an object whose first member is named `$serde_json::private::Number` (reserved by the JSON parser)";
 
 /// Where one top-level member is: byte ranges of its name (inside the quotes) and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,8 +175,8 @@ impl Scanner<'_> {
             let name_start = self.i + 1;
             let name_escaped = self.string()?;
             let name = (name_start, self.i - 1);
-            if first && self.reserved(name_start - 1, name_escaped) {
-                return Err((name_start, RESERVED_NAME));
+            if first && reserved::is_reserved(&self.b[name_start - 1..self.i], name_escaped) {
+                return Err((name_start, reserved::RESERVED_NAME));
             }
             first = false;
             self.ws();
@@ -220,17 +213,6 @@ impl Scanner<'_> {
                 Some(_) => return Err((self.i, "expected `,` or `}`")),
                 None => return Err((self.i, "EOF while parsing an object")),
             }
-        }
-    }
-
-    /// Whether the string from `quote` to `self.i` (just scanned, escapes or not) is the name
-    /// serde_json reserves (`RESERVED_NAME`).
-    fn reserved(&self, quote: usize, escaped: bool) -> bool {
-        let text = &self.b[quote..self.i];
-        if escaped {
-            serde_json::from_slice::<String>(text).is_ok_and(|n| n.as_bytes() == NUMBER_TOKEN)
-        } else {
-            &text[1..text.len() - 1] == NUMBER_TOKEN
         }
     }
 
