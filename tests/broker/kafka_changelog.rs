@@ -295,11 +295,7 @@ fn a_lost_volume_is_restored_from_the_changelog() {
     let first = upsert::left_join_records(60_000, 0, t0, 4_000, 1_000);
     let second = upsert::left_join_records(20_000, 60_000, t0, 4_000, 1_000);
     upsert::produce_sides(&left, &right, &first);
-    let mut sj = Sidejoin::start("run", &env);
-    sj.wait_ready(WAIT);
-    sj.wait_records_in(first.len() as u64, WAIT);
-    sj.signal("TERM");
-    assert_eq!(sj.wait(WAIT), 0, "clean stop:\n{}", sj.logs());
+    kills::run_until_consumed(&env, first.len());
     std::fs::remove_dir_all(kills::state_dir(&env)).unwrap();
     upsert::produce_sides(&left, &right, &second);
     let mut sj = Sidejoin::start("run", &env);

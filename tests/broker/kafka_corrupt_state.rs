@@ -22,11 +22,7 @@ fn a_garbage_changelog_record_refuses_the_start_with_a_named_message() {
     );
     let records = upsert::left_join_records(2_000, 0, kafka::now_ms(), 400, 100);
     upsert::produce_sides(&left, &right, &records);
-    let mut sj = Sidejoin::start("run", &env);
-    sj.wait_ready(WAIT);
-    sj.wait_records_in(records.len() as u64, WAIT);
-    sj.signal("TERM");
-    assert_eq!(sj.wait(WAIT), 0, "clean stop:\n{}", sj.logs());
+    kills::run_until_consumed(&env, records.len());
 
     // Input partition 0's key prefix, and a timed-row value whose row text never closes its
     // string: its spans would run past the text.
@@ -107,11 +103,7 @@ fn a_corrupt_state_value_ends_the_run_with_the_fix_and_the_fix_restores_the_part
     env.push(("SIDEJOIN_WORKERS".into(), "1".into()));
     let first = upsert::left_join_records(2_000, 0, kafka::now_ms(), 400, 100);
     upsert::produce_sides(&left, &right, &first);
-    let mut sj = Sidejoin::start("run", &env);
-    sj.wait_ready(WAIT);
-    sj.wait_records_in(first.len() as u64, WAIT);
-    sj.signal("TERM");
-    assert_eq!(sj.wait(WAIT), 0, "clean stop:\n{}", sj.logs());
+    kills::run_until_consumed(&env, first.len());
 
     let state = kills::state_dir(&env);
     assert!(corrupt_row_values(&state) > 0, "stored rows to corrupt");

@@ -193,6 +193,16 @@ fn last_run(env: &[(String, String)], app: &str, topics: &[&str], total: u64) ->
     last
 }
 
+/// Runs sidejoin under `env` until it has consumed `records` input records, then stops it with
+/// SIGTERM and asserts the clean stop (exit 0).
+pub(crate) fn run_until_consumed(env: &[(String, String)], records: usize) {
+    let mut sj = Sidejoin::start("run", env);
+    sj.wait_ready(WAIT);
+    sj.wait_records_in(records as u64, WAIT);
+    sj.signal("TERM");
+    assert_eq!(sj.wait(WAIT), 0, "clean stop:\n{}", sj.logs());
+}
+
 /// The state directory `kafka::base_env` gives `app`.
 pub(crate) fn state_dir(env: &[(String, String)]) -> std::path::PathBuf {
     env.iter()
