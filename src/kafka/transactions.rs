@@ -40,6 +40,32 @@ const STILL_FAILING: Duration = Duration::from_secs(30);
 /// refused as retriable for minutes) resumes from the last checkpoint instead of hanging.
 const GIVE_UP: Duration = Duration::from_secs(60);
 
+/// How long `send_offsets_to_transaction` may block before the producer counts as hung.
+const HUNG: Duration = Duration::from_secs(60);
+
+const HUNG_HINT: &str = "librdkafka's send_offsets_to_transaction did not return within 60 s (librdkafka issue #5456: it can ignore its timeout after the group coordinator's connection was lost); exiting so that the restart resumes from the last checkpoint (nothing is lost)";
+
+/// `send_offsets_to_transaction` on a thread of its own; `None` when it has not returned
+/// within `HUNG` (the thread is left blocked: the process is about to exit).
+fn bounded(
+    producer: &Arc<BaseProducer<Deliveries>>,
+    offsets: &TopicPartitionList,
+    group: &Arc<ConsumerGroupMetadata>,
+) -> Option<Result<(), KafkaError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (p, o, g) = (producer.clone(), offsets.clone(), group.clone());
+    let spawned = std::thread::Builder::new()
+        .name("send-offsets".into())
+        .spawn(move || {
+            let _ = tx.send(p.send_offsets_to_transaction(&o, &g, CALL));
+        });
+    match spawned {
+        Ok(_) => rx.recv_timeout(HUNG).ok(),
+        // No thread to spare: called here, unbounded.
+        Err(_) => Some(producer.send_offsets_to_transaction(offsets, group, CALL)),
+    }
+}
+
 /// A transactional call that failed.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{what}{}", if *.fenced { FENCED_HINT } else { "" })]
@@ -125,13 +151,31 @@ impl Transactions {
 
     /// Adds the consumer group's input `offsets` to the open transaction (KIP-447: a member of
     /// an older group generation — a zombie — cannot commit them).
+    ///
+    /// librdkafka can block in this call for good, past its timeout, after the group
+    /// coordinator's connection was lost (its issue #5456; seen here after a broker restart):
+    /// the call runs on a thread of its own, and one that has not returned after `HUNG` is a
+    /// fatal error — the process exits and its restart resumes from the last checkpoint.
     pub(crate) fn send_offsets(
         &self,
         offsets: &TopicPartitionList,
-        group: &ConsumerGroupMetadata,
+        group: ConsumerGroupMetadata,
     ) -> Result<(), TxnError> {
-        self.retry("adding the input offsets to the transaction", |p| {
-            p.send_offsets_to_transaction(offsets, group, CALL)
+        let group = Arc::new(group);
+        let hung = std::cell::Cell::new(false);
+        let sent = self.retry("adding the input offsets to the transaction", |_| {
+            bounded(&self.producer, offsets, &group).unwrap_or_else(|| {
+                hung.set(true);
+                Err(KafkaError::Canceled)
+            })
+        });
+        sent.map_err(|e| match hung.get() {
+            true => TxnError {
+                fatal: true,
+                fenced: false,
+                what: HUNG_HINT.to_owned(),
+            },
+            false => e,
         })
     }
 

@@ -67,10 +67,13 @@ pub(crate) fn create_topic(name: &str, partitions: i32) {
     }
 }
 
+/// The tests' producer: idempotent, so a retry (a broker just restarted answers `NotLeader`
+/// for a while) neither reorders nor repeats records — replay compares against their order.
 pub(crate) fn producer() -> FutureProducer {
     ClientConfig::new()
         .set("bootstrap.servers", bootstrap())
         .set("linger.ms", "0")
+        .set("enable.idempotence", "true")
         .create()
         .unwrap()
 }

@@ -173,6 +173,11 @@ impl Sidejoin {
         assert!(status.success());
     }
 
+    /// The exit code once the process has exited (`-1` for a signal).
+    pub(crate) fn exited(&mut self) -> Option<i32> {
+        (self.child.try_wait().unwrap()).map(|status| status.code().unwrap_or(-1))
+    }
+
     /// Waits for the process to exit; returns its exit code.
     pub(crate) fn wait(&mut self, timeout: Duration) -> i32 {
         let deadline = Instant::now() + timeout;

@@ -156,7 +156,7 @@ impl<S: Checkpointed> Protocol<S> {
         let Some(group) = consumer.group_metadata() else {
             return Err(self.abort("the consumer has no group metadata".into()));
         };
-        match self.txn.send_offsets(&tpl, &group) {
+        match self.txn.send_offsets(&tpl, group) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.abort_on(e)),
         }

@@ -36,6 +36,9 @@ const WATERMARKS: Duration = Duration::from_secs(10);
 /// The pause before a metadata call the broker could not answer is made again.
 const RETRY: Duration = Duration::from_millis(500);
 
+/// How long a changelog partition missing from the metadata is waited for (`unknown`).
+const UNKNOWN_GRACE: Duration = Duration::from_secs(120);
+
 /// A restored task and the next offset of each of its streams its state reflects (`None`: it
 /// records none).
 pub(super) type Position = (Partition, Vec<(Stream, Option<i64>)>);
@@ -177,6 +180,7 @@ impl<S: Checkpointed> Protocol<S> {
         shutdown: &CancellationToken,
     ) -> Result<(i64, i64), RunError> {
         let mut logged = false;
+        let first_try = Instant::now();
         loop {
             match self.restorer.fetch_watermarks(topic, p, WATERMARKS) {
                 Ok(marks) => {
@@ -185,7 +189,10 @@ impl<S: Checkpointed> Protocol<S> {
                     }
                     return Ok(marks);
                 }
-                Err(e) if transient(&e) && !shutdown.is_cancelled() => {
+                Err(e)
+                    if (transient(&e) || (unknown(&e) && first_try.elapsed() < UNKNOWN_GRACE))
+                        && !shutdown.is_cancelled() =>
+                {
                     if !logged {
                         tracing::warn!(
                             "cannot read the watermarks of changelog `{topic}` partition {p} ({e}); not ready; retrying"
@@ -194,9 +201,20 @@ impl<S: Checkpointed> Protocol<S> {
                         logged = true;
                     }
                     self.metrics.step(Step::WaitingForKafka);
+                    if unknown(&e) {
+                        // librdkafka keeps an answer of the restarting broker that lacks the
+                        // partition (seen for minutes after it was back): asked for afresh.
+                        let _ = self.restorer.fetch_metadata(Some(topic), WATERMARKS);
+                    }
                     std::thread::sleep(RETRY);
                 }
                 Err(_) if shutdown.is_cancelled() => return Err(RunError::StoppedRestoring),
+                Err(e) if unknown(&e) => {
+                    return Err(RunError::Restore(format!(
+                        "changelog `{topic}` has no partition {p} ({e}, for {}s): it was deleted or recreated with fewer partitions than the input; delete it (sidejoin creates it again from the local state or the input) or give it the input's partition count",
+                        UNKNOWN_GRACE.as_secs()
+                    )))
+                }
                 Err(e) => {
                     return Err(RunError::Restore(format!(
                         "cannot read the watermarks of changelog `{topic}` partition {p}: {e}"
@@ -205,6 +223,18 @@ impl<S: Checkpointed> Protocol<S> {
             }
         }
     }
+}
+
+/// Whether the partition was not in the client's metadata. Transient while a broker restarts
+/// (librdkafka's cache can lose the partition during an outage; seen when a rebalance came
+/// right before one), permanent when the changelog topic was deleted or shrunk: retried, with
+/// the topic's metadata asked for again, for `UNKNOWN_GRACE`.
+fn unknown(e: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(C::UnknownPartition | C::UnknownTopicOrPartition | C::UnknownTopic)
+    )
 }
 
 /// Whether a metadata call failed because no broker (or no leader) could answer for now.

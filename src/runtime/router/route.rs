@@ -374,7 +374,7 @@ impl<'a> Router<'a> {
         if tpl.count() > 0 {
             let group = (a.lanes.consumer().group_metadata())
                 .ok_or_else(|| Stop::Retry("the router consumer has no group metadata".into()))?;
-            a.txn.send_offsets(&tpl, &group)?;
+            a.txn.send_offsets(&tpl, group)?;
         }
         a.txn.commit()?;
         a.txn.begin()?;
