@@ -43,7 +43,13 @@ const GIVE_UP: Duration = Duration::from_secs(60);
 /// How long `send_offsets_to_transaction` may block before the producer counts as hung.
 const HUNG: Duration = Duration::from_secs(60);
 
-const HUNG_HINT: &str = "librdkafka's send_offsets_to_transaction did not return within 60 s (librdkafka issue #5456: it can ignore its timeout after the group coordinator's connection was lost); exiting so that the restart resumes from the last checkpoint (nothing is lost)";
+/// Why the process exits when `send_offsets_to_transaction` hung.
+fn hung_hint() -> String {
+    format!(
+        "librdkafka's send_offsets_to_transaction did not return within {} s (librdkafka issue #5456: it can ignore its timeout after the group coordinator's connection was lost); exiting so that the restart resumes from the last checkpoint (nothing is lost)",
+        HUNG.as_secs()
+    )
+}
 
 /// `send_offsets_to_transaction` on a thread of its own; `None` when it has not returned
 /// within `HUNG` (the thread is left blocked: the process is about to exit).
@@ -173,7 +179,7 @@ impl Transactions {
             true => TxnError {
                 fatal: true,
                 fenced: false,
-                what: HUNG_HINT.to_owned(),
+                what: hung_hint(),
             },
             false => e,
         })
