@@ -155,6 +155,12 @@ impl<S: Checkpointed> Protocol<S> {
     pub(super) fn restored(&mut self, stream: Stream, next: i64) {
         self.positions.insert(stream, next);
         self.written.insert(stream, next);
+        if self.fault == Fault::OffsetsLate {
+            // The checkpoint before the next one is the one restored: any checkpoint committed
+            // before a kill then makes the restart re-apply one.
+            let item = self.inputs.item(&stream);
+            self.previous.insert((item, stream.task), next);
+        }
     }
 
     /// Releases tasks no longer owned: their state and positions (all committed by then).
