@@ -161,7 +161,7 @@ pub(super) fn send_when_room(
                     );
                     logged = true;
                 }
-                producer.poll(Duration::from_millis(5));
+                producer.poll(crate::kafka::flush::STEP);
             }
             Err((e, _)) => return Err(e),
         }

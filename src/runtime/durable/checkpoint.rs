@@ -20,9 +20,6 @@ use super::{Fault, Protocol};
 /// Waiting longer than this for output acknowledgements makes the instance not ready.
 const STALLED: Duration = Duration::from_secs(2);
 
-/// How long one wait for acknowledgements blocks before the loop looks around again.
-const ACK_WAIT: Duration = Duration::from_millis(10);
-
 impl<S: Checkpointed> Protocol<S> {
     /// Positions as the state stores them: `(item, task)` → next offset (`Inputs::item`).
     fn offsets(&self, of: &FxHashMap<Stream, i64>) -> Offsets {
@@ -119,7 +116,7 @@ impl<S: Checkpointed> Protocol<S> {
                 if let Some(e) = output.deliveries().failure() {
                     return Err(RunError::Delivery(e));
                 }
-                output.poll(ACK_WAIT);
+                output.poll(crate::kafka::flush::STEP);
                 if stalled {
                     self.metrics.step(Step::WaitingForKafka);
                 }
