@@ -54,6 +54,7 @@ pub struct Metrics {
     repartitioned: IntCounterVec,
     end_to_end_latency: Histogram,
     commit_duration: Histogram,
+    checkpoint_phases: prometheus::HistogramVec,
     rebalances: IntCounter,
     restore_seconds: prometheus::Gauge,
     restore_records: IntCounter,
@@ -219,6 +220,14 @@ impl Metrics {
 
     pub fn observe_commit(&self, seconds: f64) {
         self.commit_duration.observe(seconds);
+    }
+
+    /// One phase of closing a checkpoint took `seconds` (`phase`: `seal`, `output`, `offsets`,
+    /// `commit`, `persist`).
+    pub fn observe_checkpoint_phase(&self, phase: &str, seconds: f64) {
+        self.checkpoint_phases
+            .with_label_values(&[phase])
+            .observe(seconds);
     }
 
     pub fn rebalance(&self) {

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 
 use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
 };
 
 /// One metric as the reference describes it: its name, type, labels and help text.
@@ -66,5 +66,18 @@ pub(super) fn histogram(r: &Catalog, name: &str, help: &str, buckets: Vec<f64>) 
     registered(
         r,
         Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets)),
+    )
+}
+
+pub(super) fn histogram_vec(
+    r: &Catalog,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: Vec<f64>,
+) -> HistogramVec {
+    registered(
+        r,
+        HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels),
     )
 }

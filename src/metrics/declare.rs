@@ -6,7 +6,9 @@ use std::sync::Mutex;
 
 use prometheus::{IntGauge, Registry};
 
-use super::catalog::{counter, counter_vec, gauge_vec, histogram, registered, Catalog};
+use super::catalog::{
+    counter, counter_vec, gauge_vec, histogram, histogram_vec, registered, Catalog,
+};
 use super::{Metrics, WorkerSlot};
 use crate::stats::Stats;
 
@@ -147,6 +149,15 @@ impl Metrics {
                 &r,
                 "sidejoin_commit_duration_seconds",
                 "Waiting for output acknowledgements and committing input offsets",
+                latency_buckets.clone(),
+            ),
+            checkpoint_phases: histogram_vec(
+                &r,
+                "sidejoin_checkpoint_phase_seconds",
+                "Closing a checkpoint, by phase: `seal` (the state's net change sealed and sent to the changelog), \
+                 `output` (output acknowledged, at least once), `offsets` (input offsets into the transaction), \
+                 `commit` (the transaction committed), `persist` (the checkpoint written to RocksDB)",
+                &["phase"],
                 latency_buckets,
             ),
             rebalances: counter(&r, "sidejoin_rebalances_total", "Consumer group rebalances"),

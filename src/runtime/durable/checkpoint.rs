@@ -55,10 +55,15 @@ impl<S: Checkpointed> Protocol<S> {
             .filter(|(k, o)| self.written.get(k) != Some(o))
             .map(|(k, o)| (*k, *o))
             .collect();
+        let mut at = Instant::now();
         let (checkpoint, mirrored) = self.seal(processor, &moved)?;
+        self.phase("seal", &mut at);
         self.await_output(output)?;
+        self.phase("output", &mut at);
         self.commit_offsets(consumer)?;
+        self.phase("offsets", &mut at);
         self.commit_transaction()?;
+        self.phase("commit", &mut at);
         if let Some(e) = self.txn.deliveries().failure() {
             return Err(RunError::Delivery(e));
         }
@@ -67,11 +72,20 @@ impl<S: Checkpointed> Protocol<S> {
         // 4. Only now: the checkpoint is durable locally, with the changelog positions.
         self.state.persist(checkpoint)?;
         self.record_positions()?;
+        self.phase("persist", &mut at);
         self.written.extend(moved);
         self.epoch += 1;
         self.metrics.observe_commit(started.elapsed().as_secs_f64());
         processor.publish(&self.metrics);
         self.begin()
+    }
+
+    /// `phase` of closing a checkpoint ended now: its time since `at` is observed, and `at`
+    /// becomes now.
+    fn phase(&self, phase: &str, at: &mut Instant) {
+        let now = Instant::now();
+        (self.metrics).observe_checkpoint_phase(phase, (now - *at).as_secs_f64());
+        *at = now;
     }
 
     /// Step 1: the positions that `moved` and what the processor keeps in memory are written
