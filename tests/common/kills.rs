@@ -82,16 +82,22 @@ impl<'a> Input<'a> {
         self.keep_ahead > 0
     }
 
-    /// Adds a chunk of input (when it can).
+    /// Adds a chunk of input; once `more` has none left, the input cannot grow.
     fn grow(&mut self) {
-        self.produced += (self.more)();
+        match (self.more)() {
+            0 => self.keep_ahead = 0,
+            n => self.produced += n,
+        }
     }
 
     /// Tops the input up (before a round) while less than `keep_ahead` is left unconsumed.
     fn top_up(&mut self, consumed: u64) {
         while self.produced.saturating_sub(consumed) < self.keep_ahead {
             match (self.more)() {
-                0 => return,
+                0 => {
+                    self.keep_ahead = 0;
+                    return;
+                }
                 n => self.produced += n,
             }
         }
