@@ -4,7 +4,10 @@
 # mode consumes all N records from the beginning and writes its own output topic:
 #   passthrough     sidejoin's hidden passthrough (same consumer/producer/commit code, records
 #                   copied unchanged, no join)
-#   run-in-memory   sidejoin, left join on id, primary keys on both sides, upsert output, memory state
+#   run-in-memory   sidejoin, left join on id, primary keys on both sides, upsert output, memory state;
+#                   both topics declared keyed by the join key (SIDEJOIN_<SIDE>_HASH_BY=none: the
+#                   producer keys every record {"id":…}, as Flink's upsert-kafka reads them), so
+#                   no side is repartitioned
 #   run             the same with RocksDB state (SIDEJOIN_STATE_DIR), at least once
 #   run-eos         the same, SIDEJOIN_PROCESSING_GUARANTEE=exactly_once (output in the
 #                   checkpoint transactions, every SIDEJOIN_COMMIT_INTERVAL, 100 ms by default)
@@ -153,6 +156,7 @@ start_sidejoin() {
     SIDEJOIN_JOIN_TYPE=left SIDEJOIN_LEFT_KEY=id SIDEJOIN_RIGHT_KEY=id \
     SIDEJOIN_LEFT_PRIMARY_KEY="${SIDEJOIN_LEFT_PRIMARY_KEY-id}" SIDEJOIN_RIGHT_PRIMARY_KEY="${SIDEJOIN_RIGHT_PRIMARY_KEY-id}" \
     SIDEJOIN_OUTPUT_MODE="${SIDEJOIN_OUTPUT_MODE:-upsert}" SIDEJOIN_ALLOW_GENERATED_RETRACTS=false \
+    SIDEJOIN_LEFT_HASH_BY="${SIDEJOIN_LEFT_HASH_BY-none}" SIDEJOIN_RIGHT_HASH_BY="${SIDEJOIN_RIGHT_HASH_BY-none}" \
     SIDEJOIN_HTTP_ADDR=127.0.0.1:0 SIDEJOIN_STATE_DIR="$state" "$@" \
     "$bin" "$command" 2>"$log" &
 }
