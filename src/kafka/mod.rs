@@ -8,6 +8,7 @@ pub(crate) mod clients;
 pub(crate) mod context;
 pub(crate) mod deliveries;
 pub(crate) mod flush;
+pub(crate) mod native_heap;
 pub(crate) mod reach;
 pub(crate) mod topic_ids;
 pub(crate) mod topics;

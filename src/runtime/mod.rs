@@ -56,6 +56,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
+    crate::kafka::native_heap::keep_freed_pages();
     let http_stop = CancellationToken::new();
     crate::http::serve(config.process.http_addr, metrics.clone(), http_stop.clone())
         .await
