@@ -91,7 +91,10 @@ case " $MODES " in *" flink-"*) scripts/flink.sh build >/dev/null ;; esac
 # The broker with its full JIT (the default C1-only setting favours start-up, not throughput).
 export LOCAL_KAFKA_JVM_OPTS="${LOCAL_KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20}"
 export LOCAL_KAFKA_HEAP_OPTS="${LOCAL_KAFKA_HEAP_OPTS:--Xms1g -Xmx1g}"
-bootstrap=$(scripts/kafka.sh start "$dir/kafka")
+# Kafka's default initial rebalance delay (the project's broker has none, for tests): a process's
+# workers then join one generation, as on a production broker, instead of the first taking every
+# partition and a rebalance 3 s later (which also loses run-in-memory's state).
+bootstrap=$(scripts/kafka.sh start "$dir/kafka" group.initial.rebalance.delay.ms=3000)
 for t in left right; do scripts/kafka.sh topic "$dir/kafka" "$t" "$PARTITIONS" >/dev/null; done
 for mode in $MODES; do
   scripts/kafka.sh topic "$dir/kafka" "out-$mode" "$PARTITIONS" message.timestamp.type=LogAppendTime >/dev/null
