@@ -29,6 +29,10 @@ pub use catalog::Described;
 pub use progress::Step;
 pub use worker::WorkerMetrics;
 
+/// A worker closing one checkpoint for longer than this makes the instance not ready (a
+/// checkpoint takes milliseconds while Kafka answers).
+const CHECKPOINT_NOT_READY: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub struct Metrics {
     registry: Registry,
     /// What each metric is, in registration order (the metrics reference is rendered from it).
@@ -277,14 +281,35 @@ impl Metrics {
     }
 
     fn update_ready(&self, slots: &[WorkerSlot]) {
-        self.ready
-            .set(i64::from(slots.iter().all(WorkerSlot::ready)));
+        self.ready.set(i64::from(self.ready_with(slots)));
+    }
+
+    fn ready_with(&self, slots: &[WorkerSlot]) -> bool {
+        slots.iter().all(WorkerSlot::ready) && !self.checkpoint_waits()
+    }
+
+    /// Some worker has been closing one checkpoint for longer than `CHECKPOINT_NOT_READY`: its
+    /// Kafka calls get no answer. It cannot serve the statistics that would say no broker is
+    /// up meanwhile (librdkafka's `send_offsets_to_transaction` can even outlast its timeout
+    /// when the coordinator is gone), so readiness says it from here.
+    fn checkpoint_waits(&self) -> bool {
+        (0..self.health.workers()).any(|w| {
+            let (step, since) = self.health.last(w);
+            step == Step::Checkpoint && since > CHECKPOINT_NOT_READY
+        })
+    }
+
+    /// Brings the `sidejoin_ready` gauge up to the time-based part of readiness (the watchdog
+    /// calls it every look); returns whether a checkpoint waits past `CHECKPOINT_NOT_READY`.
+    pub fn refresh_ready(&self) -> bool {
+        self.update_ready(&self.slots());
+        self.checkpoint_waits()
     }
 
     /// Whether every worker has its assigned partitions restored and is processing them, with a
-    /// broker reachable.
+    /// broker reachable and no checkpoint waiting on Kafka past `CHECKPOINT_NOT_READY`.
     pub fn is_ready(&self) -> bool {
-        self.slots().iter().all(WorkerSlot::ready)
+        self.ready_with(&self.slots())
     }
 
     /// Worker `w`'s step and how long ago it last reported progress.

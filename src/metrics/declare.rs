@@ -188,7 +188,7 @@ impl Metrics {
                 &r,
                 IntGauge::new(
                     "sidejoin_ready",
-                    "1 when assigned partitions are restored and processing and a broker is reachable",
+                    "1 when assigned partitions are restored and processing, a broker is reachable and no checkpoint has waited on Kafka for over 5 s",
                 ),
             ),
             brokers_up: registered(

@@ -19,9 +19,10 @@ const INTRO: &str = "\
 
 sidejoin serves Prometheus metrics at `GET /metrics` on `SIDEJOIN_HTTP_ADDR` (default
 `0.0.0.0:9464`), beside `/healthz` (the process is alive) and `/readyz` (200 once the assigned
-partitions are restored and a broker is reachable). The table below is generated from the
-metrics the binary registers — their names, types, labels and help texts are the ones `/metrics`
-shows — and a test fails when it and the code differ.
+partitions are restored, a broker is reachable and no checkpoint has waited on Kafka for over
+5 s). The table below is generated from the metrics the binary registers — their names, types,
+labels and help texts are the ones `/metrics` shows — and a test fails when it and the code
+differ.
 
 Labels stay low-cardinality, never keys or offsets:
 

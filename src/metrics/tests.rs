@@ -56,3 +56,23 @@ fn workers_add_up() {
     b.set_brokers_up(0);
     assert!(!shared.is_ready(), "a worker reaches no broker");
 }
+
+/// A checkpoint that Kafka leaves waiting makes the instance not ready once it has waited past
+/// `CHECKPOINT_NOT_READY` (the worker cannot serve the statistics that would say so), and ready
+/// again when it completes; the `sidejoin_ready` gauge follows on `refresh_ready`.
+#[test]
+fn a_checkpoint_waiting_on_kafka_makes_the_instance_not_ready() {
+    let shared = Arc::new(Metrics::new(1));
+    let w = shared.worker(0);
+    w.set_ready(true);
+    w.step(Step::Checkpoint);
+    assert!(shared.is_ready(), "a checkpoint that just began");
+    std::thread::sleep(super::CHECKPOINT_NOT_READY + std::time::Duration::from_millis(200));
+    assert!(!shared.is_ready(), "a checkpoint waiting past the bound");
+    assert!(shared.refresh_ready());
+    assert!(shared.render().contains("sidejoin_ready 0"));
+    w.step(Step::Polling);
+    assert!(shared.is_ready(), "the checkpoint completed");
+    assert!(!shared.refresh_ready());
+    assert!(shared.render().contains("sidejoin_ready 1"));
+}

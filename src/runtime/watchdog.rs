@@ -7,7 +7,9 @@
 //!
 //! Waits that retry — a broker outage, unacknowledged output, a registry retried within its
 //! budget — report each round as progress: they are alive and readiness already tells the
-//! outage; restarting would not help.
+//! outage; restarting would not help. A checkpoint whose Kafka calls go unanswered for a few
+//! seconds makes the instance not ready (it is refreshed here, every look) long before it
+//! counts as stuck.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,12 +25,21 @@ pub(super) async fn watch(metrics: Arc<Metrics>, bound: Duration, stop: Cancella
     }
     let every = (bound / 10).clamp(Duration::from_millis(100), Duration::from_secs(1));
     let mut stuck = vec![false; metrics.workers()];
+    let mut waiting = false;
     loop {
         tokio::select! {
             () = tokio::time::sleep(every) => {}
             () = stop.cancelled() => return,
         }
         look(&metrics, bound, &mut stuck);
+        // Readiness also follows a checkpoint that Kafka leaves waiting (`Metrics::is_ready`).
+        let now = metrics.refresh_ready();
+        if now && !waiting {
+            tracing::warn!("a checkpoint is waiting for Kafka: not ready until it completes");
+        } else if !now && waiting {
+            tracing::info!("checkpoints complete again");
+        }
+        waiting = now;
     }
 }
 

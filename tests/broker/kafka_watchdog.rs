@@ -1,7 +1,7 @@
 //! The watchdog (`src/runtime/watchdog.rs`) on the real broker: a worker held in its first
 //! checkpoint by a test fault (`SJ_TEST_FAULT=hold_checkpoint`) makes no progress; after
 //! `SIDEJOIN_WATCHDOG_TIMEOUT` `/healthz` answers 503, the log names the step and the stall is
-//! counted.
+//! counted; past 5 s in the checkpoint `/readyz` answers 503 too.
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,15 @@ fn a_worker_held_in_a_step_fails_healthz_and_is_named_in_the_log() {
     assert!(line.contains("in step `checkpoint`"), "{line}");
     let stalls = sj.metric("sidejoin_watchdog_stalls_total", "step=\"checkpoint\"");
     assert_eq!(stalls, 1.0, "{}", sj.get("/metrics").1);
+    // Held in a checkpoint past 5 s, it is not ready either (it cannot read the statistics
+    // that would say no broker answers).
+    let waiting = "a checkpoint is waiting for Kafka: not ready";
+    while !sj.logs().contains(waiting) {
+        assert!(Instant::now() < deadline, "no `{waiting}`:\n{}", sj.logs());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(sj.get("/readyz").0, 503);
+    assert_eq!(sj.metric("sidejoin_ready", ""), 0.0);
     sj.signal("KILL");
     sj.wait(WAIT);
 }
