@@ -28,6 +28,9 @@ use super::deliveries::Deliveries;
 /// How long one transactional call may block before it is made again (a broker outage).
 const CALL: Duration = Duration::from_secs(10);
 
+/// How long delivery reports are served before each attempt to abort.
+const REPORTS: Duration = Duration::from_secs(1);
+
 /// The pause between two attempts of a retriable call.
 const RETRY: Duration = Duration::from_millis(100);
 
@@ -202,10 +205,14 @@ impl Transactions {
     pub(crate) fn abort(&mut self, why: &str) -> Result<(), TxnError> {
         tracing::warn!("aborting the {} transaction: {why}", self.name);
         if self.open {
-            // librdkafka's abort waits for the reports of what was sent; a base producer only
-            // gets them when polled.
-            let _ = super::flush::flush(&self.producer, CALL);
-            self.retry("aborting the transaction", |p| p.abort_transaction(CALL))?;
+            // librdkafka's abort purges what is outstanding, then waits for those records'
+            // delivery reports — which a base producer only gets when polled, so they are
+            // served before every attempt (an attempt that found reports unserved fails with
+            // "the event queue must be polled", and without serving them so would every retry).
+            self.retry("aborting the transaction", |p| {
+                let _ = super::flush::flush(p, REPORTS);
+                p.abort_transaction(CALL)
+            })?;
             self.open = false;
         }
         let _ = super::flush::flush(&self.producer, CALL);
