@@ -264,7 +264,7 @@ fn at_least_once_kills_on_empty_disks_lose_nothing() {
 
 #[test]
 fn the_kill_test_catches_offsets_written_one_checkpoint_late() {
-    let (got, want) = multiset_kill_test("late-offsets", 150_000, 3, &[]);
+    let (got, want) = multiset_kill_test("late-offsets", 400_000, 3, &[]);
     assert_eq!(
         (&got.table(), got.rows),
         (&want.table(), want.rows),
@@ -272,7 +272,7 @@ fn the_kill_test_catches_offsets_written_one_checkpoint_late() {
     );
     // The harness is the one above; the fault makes restored state re-apply a checkpoint.
     let fault = [("SJ_TEST_FAULT", "offsets_late")];
-    let (got, want) = multiset_kill_test("late-offsets-fault", 150_000, 3, &fault);
+    let (got, want) = multiset_kill_test("late-offsets-fault", 400_000, 3, &fault);
     let (got_table, want_table) = (got.table(), want.table());
     let extra = got_table
         .iter()

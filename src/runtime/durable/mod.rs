@@ -143,6 +143,12 @@ impl<S: Checkpointed> Protocol<S> {
     /// The record at `offset` of `stream` is fully handled: the open checkpoint covers it.
     #[inline]
     pub(super) fn consumed(&mut self, stream: Stream, offset: i64) {
+        if self.fault == Fault::OffsetsLate {
+            // A stream first consumed since the last checkpoint (no restored position): the
+            // late position is where it started, so the first checkpoint of a run is late too.
+            let item = self.inputs.item(&stream);
+            self.previous.entry((item, stream.task)).or_insert(offset);
+        }
         self.positions.insert(stream, offset + 1);
     }
 
