@@ -6,8 +6,8 @@
 //! (`MADV_DONTNEED`) and grown again for the next response: every fetched byte lands in a page
 //! the kernel has just zeroed. Profiled on the benchmark (`scripts/bench-kafka.sh`, mode `run`),
 //! zeroing those pages (`clear_page_erms`) was a third of the process's samples; with the
-//! thresholds below, `run` went from 123k to 178k records/s and 8.7 to 7.6 µs CPU per record,
-//! and its peak RSS went down (640 → 551 MiB).
+//! thresholds below, `run` went from 123k to 172k records/s and 8.7 to 7.7 µs CPU per record,
+//! and its peak RSS went down (640 → 570 MiB).
 
 /// Allocations up to this size come from the arenas, not from a fresh `mmap` each (glibc's
 /// maximum, `DEFAULT_MMAP_THRESHOLD_MAX` on 64-bit).

@@ -92,14 +92,9 @@ impl<'a> Input<'a> {
 
     /// Tops the input up (before a round) while less than `keep_ahead` is left unconsumed.
     fn top_up(&mut self, consumed: u64) {
+        // `grow` sets `keep_ahead` to 0 once the input is exhausted, which ends the loop.
         while self.produced.saturating_sub(consumed) < self.keep_ahead {
-            match (self.more)() {
-                0 => {
-                    self.keep_ahead = 0;
-                    return;
-                }
-                n => self.produced += n,
-            }
+            self.grow();
         }
     }
 }
