@@ -226,7 +226,7 @@ impl Metrics {
         self.commit_duration.observe(seconds);
     }
 
-    /// One phase of closing a checkpoint took `seconds` (`phase`: `seal`, `output`, `offsets`,
+    /// One phase of closing a checkpoint took `seconds` (`phase`: `seal`, `output`, `offsets`, `wait`,
     /// `commit`, `persist`).
     pub fn observe_checkpoint_phase(&self, phase: &str, seconds: f64) {
         self.checkpoint_phases

@@ -156,7 +156,8 @@ impl Metrics {
                 "sidejoin_checkpoint_phase_seconds",
                 "Closing a checkpoint, by phase: `seal` (the state's net change sealed and sent to the changelog), \
                  `output` (output acknowledged, at least once), `offsets` (input offsets into the transaction), \
-                 `commit` (the transaction committed), `persist` (the checkpoint written to RocksDB)",
+                 `commit` (the transaction committed) — these three while the next checkpoint is processed —, \
+                 `wait` (the worker waited for them to end), `persist` (the checkpoint written to RocksDB)",
                 &["phase"],
                 latency_buckets,
             ),

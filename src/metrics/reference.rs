@@ -34,7 +34,7 @@ Labels stay low-cardinality, never keys or offsets:
 | `reason` of `sidejoin_unmatched_emitted_total` | `watermark`, `late`, `max_wait` |
 | `result` of `sidejoin_repartition_records_total` | `in`, `out`, `error` |
 | `result` of `sidejoin_transactions_total` | `committed`, `aborted` |
-| `phase` of `sidejoin_checkpoint_phase_seconds` | `seal`, `output`, `offsets`, `commit`, `persist`: the steps of the [durability protocol](../operations/durability.md), in order |
+| `phase` of `sidejoin_checkpoint_phase_seconds` | `seal`, `output`, `offsets`, `commit`, `wait`, `persist`: the steps of the [durability protocol](../operations/durability.md), in order (`output`, `offsets` and `commit` run while the next checkpoint is processed; `wait` is how long the worker waited for them) |
 | `reason` of `sidejoin_poison_records_total` | `panic` (processing the record panicked), `oversized_output` (it caused an output record over the producer's `message.max.bytes`), `oversized_release` (an output record released by processing time, over that limit: dropped) |
 | `topic`, `partition` of `sidejoin_consumer_lag` | each input partition: the topics, the repartition topic of a `SIDEJOIN_<SIDE>_HASH_BY` side (and the router's source topic), the broadcast topic (the task furthest behind) |
 

@@ -12,6 +12,9 @@ pub(super) enum Fault {
     OffsetsLate,
     /// The first checkpoint never ends (`hold_checkpoint`): the watchdog must see it.
     HoldCheckpoint,
+    /// The second checkpoint's transaction never commits (`hold_commit`): processing goes on
+    /// up to the in-flight bound (`durable::in_flight`).
+    HoldCommit,
     /// Processing a record whose value holds `POISON_MARKER` panics once the processor (or the
     /// router) has handled it (`panic_on_marker`): what it did must be dropped.
     PanicOnMarker,
@@ -26,6 +29,7 @@ pub(super) fn fault() -> Fault {
     match std::env::var("SJ_TEST_FAULT").as_deref() {
         Ok("offsets_late") => Fault::OffsetsLate,
         Ok("hold_checkpoint") => Fault::HoldCheckpoint,
+        Ok("hold_commit") => Fault::HoldCommit,
         Ok("panic_on_marker") => Fault::PanicOnMarker,
         _ => Fault::None,
     }
@@ -53,7 +57,12 @@ mod tests {
 
     #[test]
     fn a_build_without_fault_hooks_ignores_sj_test_fault() {
-        for name in ["offsets_late", "hold_checkpoint", "panic_on_marker"] {
+        for name in [
+            "offsets_late",
+            "hold_checkpoint",
+            "hold_commit",
+            "panic_on_marker",
+        ] {
             std::env::set_var("SJ_TEST_FAULT", name);
             assert_eq!(fault(), Fault::None);
         }

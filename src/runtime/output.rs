@@ -50,6 +50,11 @@ impl Output {
         }
     }
 
+    /// The producer (the commit of a checkpoint in flight awaits its acknowledgements).
+    pub(super) fn producer(&self) -> &Arc<BaseProducer<Deliveries>> {
+        &self.producer
+    }
+
     pub(super) fn deliveries(&self) -> &Deliveries {
         self.producer.context()
     }

@@ -16,6 +16,7 @@ mod kafka_errors;
 mod kafka_identity;
 mod kafka_instances;
 mod kafka_many_matches;
+mod kafka_pipelined;
 mod kafka_placement;
 mod kafka_poison;
 mod kafka_repartition;

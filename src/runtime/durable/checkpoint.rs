@@ -1,24 +1,31 @@
-//! Closing a checkpoint: steps 1–4 of the protocol (`durable`'s module doc), each a function.
+//! Closing a checkpoint: step 1 of the protocol (`durable`'s module doc) here, steps 2–3 in
+//! flight (`in_flight`), step 4 when it lands (`settle`).
 
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, ConsumerGroupMetadata};
 use rdkafka::{Offset, TopicPartitionList};
 use rustc_hash::FxHashMap;
 use sidejoin_store::{Checkpoint, Checkpointed};
 
 use crate::config::Guarantee;
-use crate::metrics::Step;
 
 use super::super::output::Output;
 use super::super::processor::Processor;
 use super::super::streams::Stream;
 use super::super::RunError;
+use super::in_flight::{self, Failed, InFlight, Job, Landed, Sealed};
 use super::positions::{self, Offsets};
 use super::{Fault, Protocol};
 
-/// Waiting longer than this for output acknowledgements makes the instance not ready.
-const STALLED: Duration = Duration::from_secs(2);
+/// How the worker closes a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// Its commit goes on while the next checkpoint is processed (the run loop).
+    Pipelined,
+    /// Its commit has landed when `commit` returns (a revocation, the last checkpoint).
+    Synchronous,
+}
 
 impl<S: Checkpointed> Protocol<S> {
     /// Positions as the state stores them: `(item, task)` → next offset (`Inputs::item`).
@@ -37,14 +44,18 @@ impl<S: Checkpointed> Protocol<S> {
             .collect()
     }
 
-    /// Closes the open checkpoint (steps 1–4 of the module doc). `Err(RunError::Aborted)`:
-    /// the transaction was aborted; the caller must `discard` and restore.
+    /// Closes the open checkpoint: waits for the one in flight to land (`settle`), seals this
+    /// one (step 1) and starts its commit (steps 2–3, `in_flight`); `Close::Synchronous` also
+    /// waits for it to land. `Err(RunError::Aborted)`: a transaction was aborted; the caller
+    /// must `discard` and restore.
     pub(crate) fn commit<C: ConsumerContext, P: Processor<S> + ?Sized>(
         &mut self,
         processor: &mut P,
         output: &Output,
         consumer: &BaseConsumer<C>,
+        close: Close,
     ) -> Result<(), RunError> {
+        self.settle()?;
         let started = Instant::now();
         self.check_identity(false, super::identity::DESCRIBE)?;
         if self.fault == Fault::HoldCheckpoint {
@@ -57,35 +68,81 @@ impl<S: Checkpointed> Protocol<S> {
             .collect();
         let mut at = Instant::now();
         let (checkpoint, mirrored) = self.seal(processor, &moved)?;
-        self.phase("seal", &mut at);
-        self.await_output(output)?;
-        self.phase("output", &mut at);
-        self.commit_offsets(consumer)?;
-        self.phase("offsets", &mut at);
-        self.commit_transaction()?;
-        self.phase("commit", &mut at);
-        if let Some(e) = self.txn.deliveries().failure() {
-            return Err(RunError::Delivery(e));
-        }
-        self.metrics.transaction(true);
-        self.metrics.mirrored(mirrored);
-        // 4. Only now: the checkpoint is durable locally, with the changelog positions.
-        self.state.persist(checkpoint)?;
-        self.record_positions()?;
-        self.phase("persist", &mut at);
-        self.written.extend(moved);
+        in_flight::phase(&self.metrics, "seal", &mut at);
+        let offsets = self.offsets_to_commit(consumer)?;
+        let at_least_once = self.guarantee == Guarantee::AtLeastOnce;
+        let job = Job {
+            txn: self.txn.take().expect("settled above"),
+            epoch: self.epoch,
+            output: at_least_once.then(|| output.producer().clone()),
+            offsets,
+            metrics: self.metrics.clone(),
+            fault: self.fault,
+        };
+        let sealed = Sealed {
+            checkpoint,
+            mirrored,
+            moved,
+            started,
+        };
         self.epoch += 1;
-        self.metrics.observe_commit(started.elapsed().as_secs_f64());
         processor.publish(&self.metrics);
-        self.begin()
+        self.in_flight = Some(InFlight::start(job, sealed));
+        match close {
+            Close::Pipelined => Ok(()),
+            Close::Synchronous => self.settle(),
+        }
     }
 
-    /// `phase` of closing a checkpoint ended now: its time since `at` is observed, and `at`
-    /// becomes now.
-    fn phase(&self, phase: &str, at: &mut Instant) {
-        let now = Instant::now();
-        (self.metrics).observe_checkpoint_phase(phase, (now - *at).as_secs_f64());
-        *at = now;
+    /// Waits for the checkpoint in flight, if any, to land; persists it if it committed (step
+    /// 4), else aborts. Then a transaction is open and the producer is back here.
+    pub(crate) fn settle(&mut self) -> Result<(), RunError> {
+        let Some(flight) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let at = Instant::now();
+        let landed = flight.wait();
+        self.landed(landed, at)
+    }
+
+    /// Whether a checkpoint is in flight.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Whether the checkpoint in flight has landed (settling would not block).
+    pub(crate) fn has_landed(&self) -> bool {
+        self.in_flight.as_ref().is_some_and(InFlight::landed)
+    }
+
+    /// Whether output must wait: under `exactly_once` it goes into the transaction, which is
+    /// away while a checkpoint is in flight.
+    pub(crate) fn holds_output(&self) -> bool {
+        self.guarantee == Guarantee::ExactlyOnce && self.in_flight.is_some()
+    }
+
+    /// A checkpoint landed (waited for since `at`): step 4 if it committed, else an abort.
+    fn landed(&mut self, (sealed, landed): (Sealed, Landed), at: Instant) -> Result<(), RunError> {
+        // Between its landing and the worker's look at it, the worker was processing.
+        let idle = at.saturating_duration_since(landed.at);
+        let mut at = at;
+        in_flight::phase(&self.metrics, "wait", &mut at);
+        self.txn = Some(landed.txn);
+        match landed.result {
+            Ok(()) => {}
+            Err(Failed::Delivery(e)) => return Err(RunError::Delivery(e)),
+            Err(Failed::Txn(e)) => return Err(self.abort_on(e)),
+        }
+        self.metrics.transaction(true);
+        self.metrics.mirrored(sealed.mirrored);
+        // 4. Only now: the checkpoint is durable locally, with the changelog positions.
+        self.state.persist(sealed.checkpoint)?;
+        self.record_positions()?;
+        in_flight::phase(&self.metrics, "persist", &mut at);
+        self.written.extend(sealed.moved);
+        let closing = sealed.started.elapsed().saturating_sub(idle);
+        (self.metrics).observe_commit(closing.as_secs_f64());
+        self.begin()
     }
 
     /// Step 1: the positions that `moved` and what the processor keeps in memory are written
@@ -98,7 +155,9 @@ impl<S: Checkpointed> Protocol<S> {
     ) -> Result<(Checkpoint, u64), RunError> {
         let now_offsets = self.offsets(moved);
         let state_offsets = match self.fault {
-            Fault::None | Fault::HoldCheckpoint | Fault::PanicOnMarker => now_offsets,
+            Fault::None | Fault::HoldCheckpoint | Fault::HoldCommit | Fault::PanicOnMarker => {
+                now_offsets
+            }
             Fault::OffsetsLate => std::mem::replace(&mut self.previous, now_offsets),
         };
         positions::write(&mut self.state, &state_offsets);
@@ -106,11 +165,11 @@ impl<S: Checkpointed> Protocol<S> {
         let mut mirrored = 0u64;
         let mut failed = None;
         let checkpoint = {
-            let (txn, topics) = (self.txn.producer(), &self.changelog);
+            let (txn, topics) = (self.txn().producer().clone(), &self.changelog);
             self.state.seal_mirrored(&mut |key, value| {
                 if let (Some(topics), None) = (topics, &failed) {
                     mirrored += 1;
-                    failed = super::mirror::send(txn, topics, key, value).err();
+                    failed = super::mirror::send(&txn, topics, key, value).err();
                 }
             })?
         };
@@ -120,62 +179,29 @@ impl<S: Checkpointed> Protocol<S> {
         Ok((checkpoint, mirrored))
     }
 
-    /// Step 2, at least once: the checkpoint's output is acknowledged before it commits (the
-    /// instance is not ready while that takes long).
-    fn await_output(&mut self, output: &Output) -> Result<(), RunError> {
-        if self.guarantee == Guarantee::AtLeastOnce {
-            let waiting = Instant::now();
-            let mut stalled = false;
-            while output.deliveries().outstanding_through(self.epoch) > 0 {
-                if let Some(e) = output.deliveries().failure() {
-                    return Err(RunError::Delivery(e));
-                }
-                output.poll(crate::kafka::flush::STEP);
-                if stalled {
-                    self.metrics.step(Step::WaitingForKafka);
-                }
-                if !stalled && waiting.elapsed() > STALLED {
-                    tracing::warn!("output not acknowledged for {STALLED:?}: not ready; waiting");
-                    self.metrics.set_ready(false);
-                    stalled = true;
-                }
-            }
-            if stalled {
-                tracing::info!("output acknowledged again");
-                self.metrics.set_ready(true);
-            }
-        }
-        match output.deliveries().failure() {
-            Some(e) => Err(RunError::Delivery(e)),
-            None => Ok(()),
-        }
-    }
-
-    /// Step 3: the input offsets of every grouped partition into the transaction.
-    fn commit_offsets<C: ConsumerContext>(
+    /// Step 3's input offsets of every grouped partition, with the group's metadata (none when
+    /// every side is broadcast).
+    fn offsets_to_commit<C: ConsumerContext>(
         &mut self,
         consumer: &BaseConsumer<C>,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<(TopicPartitionList, ConsumerGroupMetadata)>, RunError> {
         let all = self.group_offsets();
         if all.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let mut tpl = TopicPartitionList::new();
         for ((topic, p), o) in &all {
             let _ = tpl.add_partition_offset(topic, *p, Offset::Offset(*o));
         }
-        let Some(group) = consumer.group_metadata() else {
-            return Err(self.abort("the consumer has no group metadata".into()));
-        };
-        match self.txn.send_offsets(&tpl, group) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.abort_on(e)),
+        match consumer.group_metadata() {
+            Some(group) => Ok(Some((tpl, group))),
+            None => Err(self.abort("the consumer has no group metadata".into())),
         }
     }
 
-    /// Step 4: commits the open transaction; aborts it when that fails.
+    /// Commits the open transaction here; aborts it when that fails (`mirror_local`).
     pub(super) fn commit_transaction(&mut self) -> Result<(), RunError> {
-        match self.txn.commit() {
+        match self.txn().commit() {
             Ok(()) => Ok(()),
             Err(e) => Err(self.abort_on(e)),
         }

@@ -44,7 +44,7 @@ impl<S: Checkpointed> Protocol<S> {
         self.begin()?;
         let mut n = 0u64;
         let mut failed = None;
-        let producer = self.txn.producer().clone();
+        let producer = self.txn().producer().clone();
         self.state.entries(task, &mut |k, v| {
             if failed.is_none() {
                 n += 1;
@@ -63,7 +63,7 @@ impl<S: Checkpointed> Protocol<S> {
     /// Records, beside the local state, the changelog positions the committed transaction
     /// reached (after its checkpoint is persisted: a position never runs ahead of the state).
     pub(super) fn record_positions(&mut self) -> Result<(), RunError> {
-        let positions = self.txn.deliveries().take_changelog_positions();
+        let positions = self.txn().deliveries().take_changelog_positions();
         for ((side, partition), next) in positions {
             let name = position_name(Side::BOTH[side]);
             self.state.set_local(partition, name, next)?;

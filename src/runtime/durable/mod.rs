@@ -20,6 +20,10 @@
 //! 4. only then is the sealed checkpoint written to RocksDB, with the changelog positions it
 //!    reflects (local-only numbers, never mirrored).
 //!
+//! Steps 2–3 run off the worker's thread while it processes the next checkpoint (`in_flight`:
+//! at most one in flight; the next seal, a revocation, an abort and — under `exactly_once` —
+//! output wait for it to land); step 4 follows when it lands (`settle`).
+//!
 //! So the changelog, read `read_committed`, holds whole checkpoints only: a half-written one is
 //! an open or aborted transaction, invisible at restore. RocksDB is never ahead of the
 //! changelog, and changelog records are whole values, so restoring from any older local
@@ -35,6 +39,7 @@
 
 mod checkpoint;
 pub(super) mod identity;
+mod in_flight;
 mod load;
 mod mirror;
 mod positions;
@@ -53,6 +58,7 @@ use super::processor::Processor;
 use super::streams::{Inputs, Stream};
 use super::RunError;
 
+pub(super) use checkpoint::Close;
 pub(super) use positions::Offsets;
 
 pub(super) use super::faults::Fault;
@@ -63,8 +69,11 @@ pub(super) struct Protocol<S> {
     state: S,
     guarantee: Guarantee,
     /// The transactions of changelog records and offsets (and, under `exactly_once`, the
-    /// output: then its producer is the output's producer too).
-    txn: Transactions,
+    /// output: then its producer is the output's producer too). `None` exactly while a
+    /// checkpoint is in flight: its commit has the producer (`in_flight`).
+    txn: Option<Transactions>,
+    /// The checkpoint whose commit goes on while the next one is processed.
+    in_flight: Option<in_flight::InFlight>,
     /// The changelog topic of each side; `None` when the state is volatile.
     changelog: Option<[String; 2]>,
     inputs: Inputs,
@@ -72,7 +81,7 @@ pub(super) struct Protocol<S> {
     epoch: u64,
     /// Each stream's next offset to consume, over everything processed.
     positions: FxHashMap<Stream, i64>,
-    /// The positions last written into the state.
+    /// The positions of the last checkpoint persisted (so committed).
     written: FxHashMap<Stream, i64>,
     fault: Fault,
     /// What `Fault::OffsetsLate` writes: the previous checkpoint's positions.
@@ -104,7 +113,8 @@ impl<S: Checkpointed> Protocol<S> {
         Protocol {
             state: parts.state,
             guarantee: parts.guarantee,
-            txn: parts.txn,
+            txn: Some(parts.txn),
+            in_flight: None,
             changelog: parts.changelog,
             inputs: parts.inputs,
             epoch: 1,
@@ -123,11 +133,21 @@ impl<S: Checkpointed> Protocol<S> {
     /// with the same `transactional.id` and aborting what it left open), then opens the first
     /// transaction.
     pub(super) fn start(&mut self) -> Result<(), RunError> {
-        Ok(self.txn.start()?)
+        Ok(self.txn().start()?)
     }
 
     fn begin(&mut self) -> Result<(), RunError> {
-        Ok(self.txn.begin()?)
+        Ok(self.txn().begin()?)
+    }
+
+    /// The transactional producer's calls; only when no checkpoint is in flight (`settle`).
+    fn txn(&mut self) -> &mut Transactions {
+        (self.txn.as_mut()).expect("no checkpoint in flight here: the caller settled it")
+    }
+
+    /// The positions of the last checkpoint that committed and was persisted.
+    pub(super) fn committed(&self, stream: Stream) -> Option<i64> {
+        self.written.get(&stream).copied()
     }
 
     /// The tasks' state, lent to process a record.
@@ -187,6 +207,10 @@ impl<S: Checkpointed> Protocol<S> {
         processor: &mut P,
         tasks: &[Partition],
     ) {
+        if let Err(e) = self.settle() {
+            // Every caller settled first (an abort does); nothing is lost here either way.
+            tracing::warn!("a checkpoint in flight while its work was dropped: {e}");
+        }
         self.state.discard_unpersisted();
         self.forget(processor, tasks);
     }
@@ -195,10 +219,14 @@ impl<S: Checkpointed> Protocol<S> {
     /// A changelog topic replaced under this instance fails every checkpoint: then that is
     /// the error, named (`identity`), and nothing is retried.
     pub(super) fn abort(&mut self, why: String) -> RunError {
+        // The checkpoint in flight lands first: persisted if it committed, else it aborted.
+        if let Err(e) = self.settle() {
+            return e;
+        }
         if let Err(replaced) = self.check_identity(true, identity::DESCRIBE_ON_ABORT) {
             return replaced;
         }
-        if let Err(e) = self.txn.abort(&why) {
+        if let Err(e) = self.txn().abort(&why) {
             return e.into();
         }
         self.written.clear();

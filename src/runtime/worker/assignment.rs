@@ -12,6 +12,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use crate::change::Partition;
 use crate::kafka::context::Assignment;
 
+use super::super::durable::Close;
 use super::super::input::LaneSpec;
 use super::super::streams::Stream;
 use super::super::RunError;
@@ -46,7 +47,7 @@ impl<S: Checkpointed> Worker<'_, S> {
                         tracing::info!("partitions revoked: {partitions:?}");
                         // Commit what was done for them while their offsets can be committed
                         // (if that fails, their next owner redoes it from the last commit).
-                        self.commit()?;
+                        self.commit(Close::Synchronous)?;
                     }
                     self.clear_input()?;
                     self.consumer().unassign()?;
@@ -71,6 +72,13 @@ impl<S: Checkpointed> Worker<'_, S> {
         from: Restore,
     ) -> Result<(), RunError> {
         self.metrics.set_ready(false);
+        // The checkpoint in flight lands first; if it aborted, every task is restored.
+        if let Err(e) = self.protocol.settle() {
+            match e {
+                RunError::Aborted(why) => self.dropped(&why),
+                e => return Err(e),
+            }
+        }
         let now: BTreeSet<Partition> = list.iter().map(|(_, p)| *p).collect();
         self.require_range_assignment(&list, &now)?;
         let gone: Vec<Partition> = self.owned.difference(&now).copied().collect();
@@ -184,44 +192,72 @@ impl<S: Checkpointed> Worker<'_, S> {
         }
     }
 
-    /// Closes the open checkpoint (after what processing time releases). An aborted
-    /// transaction drops what it held and every partition's state (`Ok(false)`): they are
-    /// restored from what was committed when assigned again.
-    pub(super) fn commit(&mut self) -> Result<bool, RunError> {
+    /// Closes the open checkpoint (after what processing time releases) as `close` says. An
+    /// aborted transaction drops what it held and every partition's state (`Ok(false)`): they
+    /// are restored from what was committed when assigned again.
+    pub(super) fn commit(&mut self, close: Close) -> Result<bool, RunError> {
         let state = self.protocol.state();
         self.processor.tick(state, now_ms(), &mut self.out)?;
-        self.send_outputs()?;
+        // The checkpoint in flight lands first: under exactly-once, output held while it
+        // committed goes into the next transaction, before that is sealed.
         let consumer = self.lanes.consumer().clone();
-        match self
-            .protocol
-            .commit(self.processor, &self.output, &consumer)
-        {
+        let closed = match self.protocol.settle() {
+            Ok(()) => self.send_outputs().and_then(|()| {
+                (self.protocol).commit(self.processor, &self.output, &consumer, close)
+            }),
+            Err(e) => Err(e),
+        };
+        match closed {
             Ok(()) => {
                 let (protocol, owned) = (&self.protocol, &self.owned);
-                (self.poisoned).committed(|s| protocol.position(s), |t| owned.contains(&t));
+                (self.poisoned).committed(|s| protocol.committed(s), |t| owned.contains(&t));
                 Ok(true)
             }
             Err(RunError::Aborted(why)) => {
-                self.metrics.transaction(false);
-                tracing::warn!("checkpoint aborted ({why}): its work is dropped");
-                self.discard();
+                self.dropped(&why);
                 Ok(false)
             }
             Err(e) => Err(e),
         }
     }
 
-    /// Commits the open checkpoint; if it was aborted, restores the assigned partitions from
-    /// the last committed checkpoint and consumes again from there.
-    pub(super) fn commit_or_reset(&mut self) -> Result<(), RunError> {
-        if !self.commit()? {
-            let list: Vec<(String, Partition)> = self.assigned.iter().cloned().collect();
-            if !list.is_empty() {
-                tracing::info!(
-                    "restoring the assigned partitions from the last committed checkpoint"
-                );
-                self.take_over(list, Restore::Changelog)?;
+    /// A transaction was aborted (`why`): drops everything not committed.
+    pub(super) fn dropped(&mut self, why: &str) {
+        self.metrics.transaction(false);
+        tracing::warn!("checkpoint aborted ({why}): its work is dropped");
+        self.discard();
+    }
+
+    /// Waits for the checkpoint in flight to land. If it aborted, everything not committed is
+    /// dropped and the assigned partitions restored (`Ok(false)`).
+    pub(super) fn settle(&mut self) -> Result<bool, RunError> {
+        match self.protocol.settle() {
+            Ok(()) => Ok(true),
+            Err(RunError::Aborted(why)) => {
+                self.dropped(&why);
+                self.restore_assigned()?;
+                Ok(false)
             }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Commits the open checkpoint (its commit in flight); if a transaction was aborted,
+    /// restores the assigned partitions from the last committed checkpoint and consumes again
+    /// from there.
+    pub(super) fn commit_or_reset(&mut self, close: Close) -> Result<(), RunError> {
+        if !self.commit(close)? {
+            self.restore_assigned()?;
+        }
+        Ok(())
+    }
+
+    /// Restores the assigned partitions from the last committed checkpoint.
+    pub(super) fn restore_assigned(&mut self) -> Result<(), RunError> {
+        let list: Vec<(String, Partition)> = self.assigned.iter().cloned().collect();
+        if !list.is_empty() {
+            tracing::info!("restoring the assigned partitions from the last committed checkpoint");
+            self.take_over(list, Restore::Changelog)?;
         }
         Ok(())
     }

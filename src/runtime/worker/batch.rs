@@ -10,6 +10,7 @@ use rdkafka::error::RDKafkaErrorCode;
 
 use crate::metrics::Step;
 
+use super::super::durable::Close;
 use super::super::input::Served;
 use super::super::RunError;
 use super::{now_ms, Worker};
@@ -115,6 +116,13 @@ impl<S: Checkpointed> Worker<'_, S> {
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100));
             let polled = self.poll_batch(wait);
+            if let Err(RunError::Aborted(why)) = polled {
+                // A checkpoint in flight aborted while a record waited for it (a dead letter
+                // under exactly-once): what followed it is dropped and consumed again.
+                self.dropped(&why);
+                self.restore_assigned()?;
+                continue;
+            }
             // Whatever the batch produced goes out, also before a failing record stops us.
             self.send_outputs()?;
             if let Err(e) = polled {
@@ -127,7 +135,7 @@ impl<S: Checkpointed> Worker<'_, S> {
             }
             if Instant::now() >= next_commit {
                 self.metrics.step(Step::Checkpoint);
-                self.commit_or_reset()?;
+                self.commit_or_reset(Close::Pipelined)?;
                 next_commit = Instant::now() + interval;
             }
         };
@@ -139,7 +147,7 @@ impl<S: Checkpointed> Worker<'_, S> {
     fn finish(&mut self, outcome: Result<(), RunError>) -> Result<(), RunError> {
         match outcome {
             Ok(()) | Err(RunError::Failed { .. }) | Err(RunError::Copartition { .. }) => {
-                self.commit_or_reset()?;
+                self.commit_or_reset(Close::Synchronous)?;
                 if outcome.is_ok() {
                     tracing::info!(
                         "stopped cleanly after {} input records, all committed",
@@ -154,7 +162,13 @@ impl<S: Checkpointed> Worker<'_, S> {
                 tracing::info!("stopped cleanly while restoring partitions, all committed");
                 Ok(())
             }
-            Err(e) => Err(e),
+            Err(e) => {
+                // Nothing goes on behind the worker's back: the checkpoint in flight lands.
+                if let Err(landed) = self.protocol.settle() {
+                    tracing::debug!("the checkpoint in flight did not commit: {landed}");
+                }
+                Err(e)
+            }
         }
     }
 }

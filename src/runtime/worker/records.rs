@@ -14,9 +14,23 @@ use super::poison::Poison;
 use super::Worker;
 use sidejoin_store::Checkpointed;
 
+/// Most output records held while a checkpoint is in flight under exactly-once; more wait
+/// for it to land.
+const HELD: usize = 100_000;
+
 impl<S: Checkpointed> Worker<'_, S> {
-    /// Sends what the processor appended to `self.out`.
+    /// Sends what the processor appended to `self.out` — under exactly-once, once the
+    /// checkpoint in flight has landed (held until then, `HELD` records at most).
     pub(super) fn send_outputs(&mut self) -> Result<(), RunError> {
+        if self.protocol.in_flight() {
+            let must = self.protocol.holds_output() && self.out.len() >= HELD;
+            if (self.protocol.has_landed() || must) && !self.settle()? {
+                return Ok(()); // aborted: what was held is dropped
+            }
+            if self.protocol.holds_output() {
+                return Ok(());
+            }
+        }
         self.output.send_all(&self.out, self.protocol.epoch())?;
         self.out.clear();
         Ok(())
@@ -77,6 +91,11 @@ impl<S: Checkpointed> Worker<'_, S> {
                 error: abbreviate(why).into_owned(),
             }),
             ErrorAction::DeadLetter => {
+                if self.protocol.holds_output() {
+                    // Into the transaction, which a checkpoint in flight has: it lands first
+                    // (an abort is handled by the run loop: this record is consumed again).
+                    self.protocol.settle()?;
+                }
                 tracing::debug!(topic, partition, "dead-lettering: {}", abbreviate(why));
                 let dead = Dead {
                     msg,
