@@ -82,10 +82,13 @@ cargo build --release --quiet --bin sidejoin --example bench_produce --example t
 mkdir -p "$dir/bin"
 cp "$CARGO_TARGET_DIR/release/sidejoin" "$CARGO_TARGET_DIR/release/examples/bench_produce" \
   "$CARGO_TARGET_DIR/release/examples/topic_span" "$dir/bin/"
+# BENCH_BIN: another sidejoin binary measured instead (A/B against an earlier revision).
+[ -z "${BENCH_BIN:-}" ] || cp "$BENCH_BIN" "$dir/bin/sidejoin"
 bin="$dir/bin/sidejoin"; span="$dir/bin/topic_span"
 revision="$(git log -1 --format=%h -- src Cargo.toml Cargo.lock 2>/dev/null || true)"
 [ -n "$revision" ] || revision=unknown
 [ -z "$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ] || revision="$revision+changes"
+[ -z "${BENCH_BIN:-}" ] || revision="$BENCH_BIN"
 # Flink's jars and the job class before the broker starts, so no download is timed.
 case " $MODES " in *" flink-"*) scripts/flink.sh build >/dev/null ;; esac
 # The broker with its full JIT (the default C1-only setting favours start-up, not throughput).
@@ -144,6 +147,17 @@ flink_consumed() {
   { curl -s "http://$1/jobs/$job" || true; } | tr -d '\n' | sed 's/{"id":/\n/g' |
     { grep '"name":"Join' || true; } | { grep -o '"read-records":[0-9]*' || true; } | head -1 | cut -d: -f2 |
     awk '{s += $1} END {print s + 0}'
+}
+
+# checkpoint_phases MODE ADDR: where sidejoin's checkpoints spent their time (ms per checkpoint,
+# by phase: seal and wait stop processing; output, offsets and commit run while it goes on).
+checkpoint_phases() {
+  local line
+  line=$({ curl -s "http://$2/metrics" || true; } | awk '
+    /^sidejoin_checkpoint_phase_seconds_sum/ { match($0, /phase="[a-z]*"/); p = substr($0, RSTART + 7, RLENGTH - 8); sum[p] = $2 }
+    /^sidejoin_checkpoint_phase_seconds_count/ { match($0, /phase="[a-z]*"/); p = substr($0, RSTART + 7, RLENGTH - 8); n[p] = $2 }
+    END { for (p in sum) if (n[p] > 0) printf "%s %.1f ms (%d), ", p, 1000 * sum[p] / n[p], n[p] }')
+  [ -z "$line" ] || say "$1: checkpoint phases, mean per checkpoint: ${line%, }"
 }
 
 # measure MODE: runs the mode until it consumed N records and its output is quiet; appends
@@ -217,6 +231,10 @@ measure() {
   cpu=$(awk -v t="$ticks" '{sub(/^.*\) /, ""); print ($12 + $13 + $14 + $15) / t}' "/proc/$pid/stat")
   rss=$(awk '/VmHWM/ {print $2 / 1024}' "/proc/$pid/status")
   local load; load=$(cut -d' ' -f1 /proc/loadavg)
+  case "$mode" in
+    flink-*) ;;
+    *) checkpoint_phases "$mode" "$addr" ;;
+  esac
   kill -TERM "$pid"
   wait "$pid" || true
   pid=""

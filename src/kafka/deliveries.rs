@@ -27,6 +27,18 @@ struct Counts {
     failed: Option<String>,
 }
 
+impl Counts {
+    /// One record of `checkpoint` is outstanding no more.
+    fn one_less(&mut self, checkpoint: u64) {
+        if let Some(n) = self.outstanding.get_mut(&checkpoint) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.outstanding.remove(&checkpoint);
+            }
+        }
+    }
+}
+
 /// The delivery opaque of a changelog record of `side` (output records carry their checkpoint
 /// number, which never comes near these).
 pub(crate) fn changelog_opaque(side: Side) -> usize {
@@ -63,6 +75,11 @@ impl Deliveries {
     /// A record was handed to the producer under `checkpoint`.
     pub(crate) fn sent(&self, checkpoint: u64) {
         *self.counts().outstanding.entry(checkpoint).or_insert(0) += 1;
+    }
+
+    /// A record counted by `sent` under `checkpoint` was not handed over after all.
+    pub(crate) fn unsent(&self, checkpoint: u64) {
+        self.counts().one_less(checkpoint);
     }
 
     /// Records of `checkpoint` and earlier not yet acknowledged.
@@ -136,13 +153,7 @@ impl ProducerContext for Deliveries {
             }
             return;
         }
-        let key = checkpoint as u64;
-        if let Some(n) = c.outstanding.get_mut(&key) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                c.outstanding.remove(&key);
-            }
-        }
+        c.one_less(checkpoint as u64);
         match result {
             Ok(msg) => {
                 if let Some(ts) = msg.timestamp().to_millis() {

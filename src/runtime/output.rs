@@ -70,9 +70,24 @@ impl Output {
         record: BaseRecord<'_, [u8], [u8], usize>,
         checkpoint: u64,
     ) -> Result<(), RunError> {
-        send_when_room(&self.producer, record, "output")?;
+        self.counted(checkpoint, || {
+            send_when_room(&self.producer, record, "output")
+        })
+    }
+
+    /// Runs `send` counted under `checkpoint`: counted before it is handed over, as another
+    /// thread (a checkpoint's commit, `durable::in_flight`) may serve its delivery report
+    /// before `send` returns; uncounted if it fails.
+    fn counted<T>(
+        &self,
+        checkpoint: u64,
+        send: impl FnOnce() -> Result<T, KafkaError>,
+    ) -> Result<T, RunError> {
         self.deliveries().sent(checkpoint);
-        Ok(())
+        send().map_err(|e| {
+            self.deliveries().unsent(checkpoint);
+            e.into()
+        })
     }
 
     /// Sends every record of `out` under `checkpoint`.
@@ -107,8 +122,9 @@ impl Output {
     /// Sends `dead`'s record to the dead-letter topic, with headers naming the reason and
     /// where it came from (`dead_letter`: without the original value, or key, if too large).
     pub(super) fn dead_letter(&self, dead: &Dead<'_>, checkpoint: u64) -> Result<(), RunError> {
-        let kept = dead_letter::send(&self.producer, &self.dlq_topic, dead, checkpoint as usize)?;
-        self.deliveries().sent(checkpoint);
+        let kept = self.counted(checkpoint, || {
+            dead_letter::send(&self.producer, &self.dlq_topic, dead, checkpoint as usize)
+        })?;
         if kept != Kept::All {
             self.metrics.dlq_trimmed();
         }
@@ -166,7 +182,7 @@ pub(super) fn send_when_room(
                     );
                     logged = true;
                 }
-                producer.poll(crate::kafka::flush::STEP);
+                crate::kafka::flush::serve(producer);
             }
             Err((e, _)) => return Err(e),
         }

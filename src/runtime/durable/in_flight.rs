@@ -187,7 +187,7 @@ fn await_output(
         if let Some(e) = deliveries.failure() {
             return Err(Failed::Delivery(e));
         }
-        output.poll(crate::kafka::flush::STEP);
+        crate::kafka::flush::serve(output);
         if stalled {
             metrics.step(Step::WaitingForKafka);
         }
