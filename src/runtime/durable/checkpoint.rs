@@ -101,6 +101,10 @@ impl<S: Checkpointed> Protocol<S> {
             return Ok(());
         };
         let at = Instant::now();
+        if !flight.landed() {
+            // Blocked on Kafka from here on: the watchdog and readiness see a checkpoint.
+            self.metrics.step(crate::metrics::Step::Checkpoint);
+        }
         let landed = flight.wait();
         self.landed(landed, at)
     }

@@ -10,8 +10,9 @@
 //! goes into the transaction; librdkafka refuses records while one commits). Only a checkpoint
 //! that landed committed is persisted to RocksDB, so RocksDB is never ahead of what committed.
 //!
-//! What a crash costs: the checkpoint in flight and the one being processed (at most two commit
-//! intervals of input) are consumed again — at least once, their output repeats.
+//! What a crash costs: the checkpoint in flight and the one being processed are consumed again —
+//! at most two commit intervals of processing, however slow the commit (the worker processes one
+//! interval past a checkpoint in flight, then waits); at least once, their output repeats.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -32,6 +33,9 @@ use super::Fault;
 
 /// Waiting longer than this for output acknowledgements makes the instance not ready.
 const STALLED: Duration = Duration::from_secs(2);
+
+/// How often a stalled wait reports that it is alive (the watchdog's progress).
+const REPORT: Duration = Duration::from_millis(100);
 
 /// What a sealed checkpoint hands to its commit.
 pub(super) struct Job {
@@ -82,9 +86,22 @@ pub(super) struct InFlight {
 
 /// Where a checkpoint's commit runs.
 enum Commit {
-    Thread(JoinHandle<Landed>),
+    Thread(Joined),
     /// No thread could be had: it ran on the worker's, and has landed.
     Done(Box<Landed>),
+}
+
+/// The commit's thread, joined when dropped: a worker that stops with a checkpoint in flight
+/// (an error) waits for it to land, so nothing goes on behind its back (the commit is bounded
+/// by the transactional calls' own limits).
+struct Joined(Option<JoinHandle<Landed>>);
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl InFlight {
@@ -100,7 +117,7 @@ impl InFlight {
         let commit = match spawned {
             Ok(thread) => {
                 tx.send(job).expect("the thread waits for it");
-                Commit::Thread(thread)
+                Commit::Thread(Joined(Some(thread)))
             }
             Err(e) => {
                 tracing::debug!("no thread for the checkpoint's commit ({e}): committing here");
@@ -113,21 +130,25 @@ impl InFlight {
     /// Whether it has landed (waiting would not block).
     pub(super) fn landed(&self) -> bool {
         match &self.commit {
-            Commit::Thread(thread) => thread.is_finished(),
-            Commit::Done(_) => true,
+            Commit::Thread(Joined(Some(thread))) => thread.is_finished(),
+            Commit::Thread(Joined(None)) | Commit::Done(_) => true,
         }
     }
 
     /// Waits until it lands.
     pub(super) fn wait(self) -> (Sealed, Landed) {
-        match self.commit {
-            Commit::Thread(thread) => match thread.join() {
-                Ok(landed) => (self.sealed, landed),
-                // The commit's thread only calls librdkafka and counts: a panic there is a bug.
-                Err(panic) => std::panic::resume_unwind(panic),
-            },
-            Commit::Done(landed) => (self.sealed, *landed),
-        }
+        let landed = match self.commit {
+            Commit::Thread(mut joined) => {
+                match joined.0.take().expect("joined once").join() {
+                    Ok(landed) => landed,
+                    // The commit's thread only calls librdkafka and counts: a panic there is a
+                    // bug.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            Commit::Done(landed) => *landed,
+        };
+        (self.sealed, landed)
     }
 }
 
@@ -183,13 +204,15 @@ fn await_output(
     let deliveries = output.context();
     let waiting = Instant::now();
     let mut stalled = false;
+    let mut reported = waiting;
     while deliveries.outstanding_through(epoch) > 0 {
         if let Some(e) = deliveries.failure() {
             return Err(Failed::Delivery(e));
         }
         crate::kafka::flush::serve(output);
-        if stalled {
+        if stalled && reported.elapsed() >= REPORT {
             metrics.step(Step::WaitingForKafka);
+            reported = Instant::now();
         }
         if !stalled && waiting.elapsed() > STALLED {
             tracing::warn!("output not acknowledged for {STALLED:?}: not ready; waiting");

@@ -88,7 +88,8 @@ pub(super) struct Protocol<S> {
     previous: Offsets,
     /// The consumer that reads changelogs back at restore.
     restorer: rdkafka::consumer::BaseConsumer<HelperContext>,
-    /// Readiness while acknowledgements are awaited.
+    /// Checkpoint phases and transactions; the worker's step while it waits for a checkpoint
+    /// in flight.
     metrics: WorkerMetrics,
     /// The changelog topics and the IDs the state directory records (`identity`).
     identity: Vec<(String, String)>,

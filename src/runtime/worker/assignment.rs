@@ -41,7 +41,10 @@ impl<S: Checkpointed> Worker<'_, S> {
                         tracing::warn!(
                             "partitions lost (the group gave them away): {partitions:?}"
                         );
-                        let _ = self.protocol.abort("the assignment was lost".into());
+                        match self.protocol.abort("the assignment was lost".into()) {
+                            RunError::Aborted(_) => {}
+                            fatal => return Err(fatal),
+                        }
                         self.discard();
                     } else {
                         tracing::info!("partitions revoked: {partitions:?}");
@@ -71,14 +74,15 @@ impl<S: Checkpointed> Worker<'_, S> {
         list: Vec<(String, Partition)>,
         from: Restore,
     ) -> Result<(), RunError> {
-        self.metrics.set_ready(false);
-        // The checkpoint in flight lands first; if it aborted, every task is restored.
+        // The checkpoint in flight lands first (its commit may still say the instance is
+        // ready); if it aborted, every task is restored.
         if let Err(e) = self.protocol.settle() {
             match e {
                 RunError::Aborted(why) => self.dropped(&why),
                 e => return Err(e),
             }
         }
+        self.metrics.set_ready(false);
         let now: BTreeSet<Partition> = list.iter().map(|(_, p)| *p).collect();
         self.require_range_assignment(&list, &now)?;
         let gone: Vec<Partition> = self.owned.difference(&now).copied().collect();

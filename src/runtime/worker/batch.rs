@@ -123,8 +123,14 @@ impl<S: Checkpointed> Worker<'_, S> {
                 self.restore_assigned()?;
                 continue;
             }
-            // Whatever the batch produced goes out, also before a failing record stops us.
-            self.send_outputs()?;
+            // Whatever the batch produced goes out, also before a failing record stops us
+            // (`finish` commits what came before it); after any other error nothing does.
+            match &polled {
+                Ok(_) | Err(RunError::Failed { .. }) | Err(RunError::Copartition { .. }) => {
+                    self.send_outputs()?
+                }
+                Err(_) => {}
+            }
             if let Err(e) = polled {
                 break Err(e);
             }
