@@ -187,11 +187,9 @@ impl Checkpointed for RocksState {
 
     fn persist(&mut self, upto: Checkpoint) -> Result<(), StateError> {
         let mut opts = WriteOptions::default();
-        // No write-ahead log: the changelog topics are this state's log (as Kafka Streams'
-        // RocksDB stores do). A crash loses the batches not yet flushed to SST files — a suffix,
-        // with the input offsets and changelog positions they hold — and the restore reads them
-        // back from the changelog from the older position the files record (idempotent).
-        opts.disable_wal(true);
+        // The write-ahead log makes the batch survive a process crash (not fsynced per batch:
+        // a machine crash may lose the last batches, and their offsets with them).
+        opts.set_sync(false);
         while self.sealed.front().is_some_and(|s| s.id <= upto) {
             let s = self.sealed.pop_front().expect("checked");
             self.db
