@@ -71,6 +71,17 @@ fn timestamps_of_any_year_round_trip() {
         round_trip(micros, &avro_long(-30_000_000_000_000_001)),
         "\"1019-05-04T18:39:59.999999\""
     );
+    // Fuzzing found it too: the lowest and highest nanosecond timestamps, as text, overflowed
+    // seconds × 10⁹ before their nanoseconds were added.
+    let nanos = r#"{"type": "long", "logicalType": "local-timestamp-nanos"}"#;
+    assert_eq!(
+        round_trip(nanos, &avro_long(i64::MIN)),
+        "\"1677-09-21T00:12:43.145224192\""
+    );
+    assert_eq!(
+        round_trip(nanos, &avro_long(i64::MAX)),
+        "\"2262-04-11T23:47:16.854775807\""
+    );
 }
 
 /// Fuzzing found it (avro_round_trip): a decimal wider than a double came back rounded (serde_json

@@ -177,9 +177,18 @@ pub(super) fn timestamp(v: &Value, unit_nanos: i64) -> Result<i64, String> {
             let (secs, nanos) =
                 parse_timestamp(s).ok_or_else(|| format!("{s:?} is not an RFC 3339 timestamp"))?;
             // Floor division, as the seconds are floored and the nanoseconds non-negative.
-            secs.checked_mul(1_000_000_000 / unit_nanos)
-                .and_then(|units| units.checked_add(i64::from(nanos) / unit_nanos))
-                .ok_or_else(|| format!("{s:?} is out of the range of this timestamp type"))
+            let (per_sec, sub) = (1_000_000_000 / unit_nanos, i64::from(nanos) / unit_nanos);
+            let units = if secs < 0 && sub > 0 {
+                // The same sum from the next second down: the lowest timestamp of the type
+                // (i64::MIN ns is −9,223,372,037 s + 145,224,192 ns) overflows secs × per_sec.
+                (secs + 1)
+                    .checked_mul(per_sec)
+                    .and_then(|units| units.checked_sub(per_sec - sub))
+            } else {
+                secs.checked_mul(per_sec)
+                    .and_then(|units| units.checked_add(sub))
+            };
+            units.ok_or_else(|| format!("{s:?} is out of the range of this timestamp type"))
         }
         _ => v.as_i64().ok_or_else(|| mismatch("a timestamp", v)),
     }
