@@ -133,7 +133,7 @@ fn record(side: Side, id: u64, i: u64, partitions: u64) -> KafkaRecord {
         key: format!("{{\"id\":{id}}}").into_bytes(),
         value: match side {
             Side::Left => left_value(id, ts),
-            Side::Right => right_value(id, i, ts),
+            _ => right_value(id, i, ts),
         },
     }
 }

@@ -83,7 +83,7 @@ pub(crate) fn records(keys: u64) -> Vec<Record> {
             timestamp: i as i64,
             value: match side {
                 Side::Left => left_row(id, version),
-                Side::Right => right_row(id, version),
+                _ => right_row(id, version),
             },
         })
         .collect()
@@ -190,7 +190,7 @@ pub(crate) fn interval_records(rows: u64, keys: u64) -> Vec<Record> {
                 timestamp: i as i64,
                 value: match side {
                     Side::Left => left_row(id, i),
-                    Side::Right => right_row(id, i),
+                    _ => right_row(id, i),
                 },
             }
         })

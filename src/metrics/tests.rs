@@ -4,8 +4,8 @@ use super::*;
 fn counters_follow_stats_and_render() {
     let m = Arc::new(Metrics::new(1)).worker(0);
     let mut s = Stats {
-        records_in: [3, 1],
-        state_rows: [2, 0],
+        records_in: [3, 1, 0, 0, 0, 0, 0, 0],
+        state_rows: [2, 0, 0, 0, 0, 0, 0, 0],
         ..Default::default()
     };
     s.input_dropped(Side::Right, DropReason::Tombstone);
@@ -27,8 +27,8 @@ fn workers_add_up() {
     let shared = Arc::new(Metrics::new(2));
     let (a, b) = (shared.worker(0), shared.worker(1));
     let stats = |records_in, rows| Stats {
-        records_in: [records_in, 0],
-        state_rows: [rows, 0],
+        records_in: [records_in, 0, 0, 0, 0, 0, 0, 0],
+        state_rows: [rows, 0, 0, 0, 0, 0, 0, 0],
         ..Default::default()
     };
     a.observe_stats(&stats(3, 2));

@@ -123,7 +123,7 @@ impl Case {
     fn side(&self, side: Side) -> &SideCase {
         match side {
             Side::Left => &self.left,
-            Side::Right => &self.right,
+            _ => &self.right,
         }
     }
 

@@ -113,7 +113,7 @@ fn max_wait_pads_a_stalled_row_once_and_later_matches_still_come() {
     let s = e.stats();
     assert_eq!(s.unmatched_emitted[0], [0, 0, 1], "one max_wait padding");
     assert_eq!(s.late_matches, 1);
-    assert_eq!(s.state_rows, [0, 0]);
+    assert_eq!(s.state_rows, [0; sidejoin_core::config::MAX_SOURCES]);
 }
 
 #[test]

@@ -46,6 +46,8 @@ pub(crate) fn join_spec(p: &mut Problems, raw: &RawConfig) -> JoinSpec {
         select,
         interval: None,
         broadcast,
+        dimensions: Vec::new(),
+        aliases: Vec::new(),
     }
 }
 
@@ -63,8 +65,8 @@ struct RawSide<'a> {
 
 impl<'a> RawSide<'a> {
     fn of(raw: &'a RawConfig, side: Side) -> Self {
-        match side {
-            Side::Left => RawSide {
+        if side == Side::Left {
+            RawSide {
                 key: &raw.left_key,
                 primary_key: &raw.left_primary_key,
                 format: &raw.left_format,
@@ -73,8 +75,9 @@ impl<'a> RawSide<'a> {
                 time: &raw.left_time,
                 hash_by: &raw.left_hash_by,
                 topic: &raw.left_topic,
-            },
-            Side::Right => RawSide {
+            }
+        } else {
+            RawSide {
                 key: &raw.right_key,
                 primary_key: &raw.right_primary_key,
                 format: &raw.right_format,
@@ -83,7 +86,7 @@ impl<'a> RawSide<'a> {
                 time: &raw.right_time,
                 hash_by: &raw.right_hash_by,
                 topic: &raw.right_topic,
-            },
+            }
         }
     }
 }

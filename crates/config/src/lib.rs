@@ -27,7 +27,7 @@ pub use hash_by::HashBy;
 pub use output::{key_uniqueness, update_sources};
 pub use raw::known_vars;
 pub use secrets::is_secret_var;
-pub use side::Side;
+pub use side::{Side, MAX_SOURCES};
 pub use types::*;
 
 use error::Problems;

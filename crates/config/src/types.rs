@@ -184,14 +184,64 @@ pub struct JoinSpec {
     pub select: Vec<SelectItem>,
     pub interval: Option<IntervalSpec>,
     pub broadcast: Option<Side>,
+    /// A star join's dimensions after the first (SPEC §14), in join order: `dim2`, `dim3`, …
+    /// Empty for a two-way join. In a star join `left` is the fact and `right` the first
+    /// dimension, joined on `left.key = right.key` with `join_type` (inner or left).
+    pub dimensions: Vec<DimensionSpec>,
+    /// Names the inputs are also known by (a SQL script's table names and aliases), lower-case,
+    /// for replay lines and `check`; the inputs' own names (`left`, `dim2`…) always work.
+    pub aliases: Vec<(String, Side)>,
+}
+
+/// One further dimension of a star join (SPEC §14): `… [LEFT] JOIN <source> ON
+/// <on>.<lookup> = <source>.<key>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DimensionSpec {
+    /// The dimension's own settings; `source.side` is its position (`dim2`…) and `source.key`
+    /// its join columns.
+    pub source: SideSpec,
+    /// `Inner` or `Left` (the fact's rows are preserved).
+    pub join_type: JoinType,
+    /// The input whose columns the lookup reads: the fact or an earlier dimension.
+    pub on: Side,
+    /// Those columns, one per column of `source.key`, in its order.
+    pub lookup: Vec<String>,
+    /// Every task reads all of it (else it is co-partitioned with the fact).
+    pub broadcast: bool,
 }
 
 impl JoinSpec {
     pub fn side(&self, side: Side) -> &SideSpec {
-        match side {
-            Side::Left => &self.left,
-            Side::Right => &self.right,
+        match side.index() {
+            0 => &self.left,
+            1 => &self.right,
+            n => &self.dimensions[n - 2].source,
         }
+    }
+
+    /// A star join: more than one dimension (SPEC §14).
+    pub fn is_star(&self) -> bool {
+        !self.dimensions.is_empty()
+    }
+
+    /// Every input, in order: left (fact), right, then the further dimensions.
+    pub fn sources(&self) -> impl Iterator<Item = &SideSpec> {
+        [&self.left, &self.right]
+            .into_iter()
+            .chain(self.dimensions.iter().map(|d| &d.source))
+    }
+
+    /// The input named `name`: its own name (`left`, `dim2`…) or an alias, ignoring case.
+    pub fn source_named(&self, name: &str) -> Option<Side> {
+        let lower = name.to_ascii_lowercase();
+        Side::named(&lower)
+            .filter(|s| s.index() < 2 + self.dimensions.len())
+            .or_else(|| {
+                self.aliases
+                    .iter()
+                    .find(|(a, _)| *a == lower)
+                    .map(|(_, s)| *s)
+            })
     }
 
     /// The input topic of `side` (empty in replay, which reads no topic).

@@ -113,9 +113,10 @@ pub struct JoinedChange {
 
 impl JoinedChange {
     pub fn new(kind: Kind, side: Side, this: Option<Row>, other: Option<Row>) -> Self {
-        let (left, right) = match side {
-            Side::Left => (this, other),
-            Side::Right => (other, this),
+        let (left, right) = if side == Side::Left {
+            (this, other)
+        } else {
+            (other, this)
         };
         JoinedChange {
             kind,

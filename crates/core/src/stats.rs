@@ -66,28 +66,31 @@ impl UnmatchedReason {
     }
 }
 
+/// Counters by input have a slot for every input a join can have (a two-way join uses two).
+const N: usize = crate::config::MAX_SOURCES;
+
 /// Every counter, by side where SPEC labels it so.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
-    pub records_in: [u64; 2],
+    pub records_in: [u64; N],
     pub records_out: [u64; 4],
     pub generated_retracts_filtered: u64,
-    pub dedup_dropped: [u64; 2],
-    pub input_dropped: [[u64; 5]; 2],
-    pub decode_errors: [u64; 2],
+    pub dedup_dropped: [u64; N],
+    pub input_dropped: [[u64; 5]; N],
+    pub decode_errors: [u64; N],
     pub dlq_records: u64,
     pub matches: u64,
-    pub unmatched_emitted: [[u64; 3]; 2],
-    pub late_records: [u64; 2],
+    pub unmatched_emitted: [[u64; 3]; N],
+    pub late_records: [u64; N],
     pub late_matches: u64,
     /// Rows in state now (copies counted), a gauge.
-    pub state_rows: [i64; 2],
+    pub state_rows: [i64; N],
     /// The same per input partition, so a released partition's rows leave the gauge.
-    pub state_rows_by_partition: BTreeMap<Partition, [i64; 2]>,
-    pub state_expired: [u64; 2],
+    pub state_rows_by_partition: BTreeMap<Partition, [i64; N]>,
+    pub state_expired: [u64; N],
     /// Records whose Kafka key does not carry their join key (run mode only; not in replay's
     /// stats line).
-    pub copartition_violations: [u64; 2],
+    pub copartition_violations: [u64; N],
 }
 
 impl Stats {
@@ -116,8 +119,8 @@ impl Stats {
     /// The state of `partition` was released (SPEC §6: it moved to another instance).
     pub fn release_partition(&mut self, partition: Partition) {
         if let Some(rows) = self.state_rows_by_partition.remove(&partition) {
-            for side in Side::BOTH {
-                self.state_rows[side.index()] -= rows[side.index()];
+            for (total, gone) in self.state_rows.iter_mut().zip(rows) {
+                *total -= gone;
             }
         }
     }
@@ -126,19 +129,31 @@ impl Stats {
         self.records_out[kind.index()] += 1;
     }
 
+    /// How many inputs the counters cover: two, or as many as a star join's counters reach.
+    fn inputs(&self) -> usize {
+        (2..N)
+            .filter(|&i| self.records_in[i] > 0 || self.state_rows[i] != 0)
+            .max()
+            .map_or(2, |i| i + 1)
+    }
+
     /// The counters as JSON, labels as nested objects (replay's stats line).
     pub fn to_json(&self) -> Value {
-        let by_side = |a: &[u64; 2]| json!({"left": a[0], "right": a[1]});
-        let by_side_reason = |a: &[[u64; 5]; 2]| {
-            let side = |row: &[u64; 5]| {
-                let m: Map<String, Value> = DropReason::ALL
-                    .iter()
-                    .zip(row)
-                    .map(|(r, n)| (r.name().to_owned(), json!(n)))
-                    .collect();
-                Value::Object(m)
-            };
-            json!({"left": side(&a[0]), "right": side(&a[1])})
+        let n = self.inputs();
+        let per_side = |f: &dyn Fn(usize) -> Value| {
+            let m: Map<String, Value> = Side::first(n)
+                .map(|s| (s.name().to_owned(), f(s.index())))
+                .collect();
+            Value::Object(m)
+        };
+        let by_side = |a: &[u64; N]| per_side(&|i| json!(a[i]));
+        let reasons = |row: &[u64; 5]| {
+            let m: Map<String, Value> = DropReason::ALL
+                .iter()
+                .zip(row)
+                .map(|(r, n)| (r.name().to_owned(), json!(n)))
+                .collect();
+            Value::Object(m)
         };
         let unmatched = |row: &[u64; 3]| {
             let m: Map<String, Value> = UnmatchedReason::ALL
@@ -157,14 +172,14 @@ impl Stats {
             "records_out": out,
             "generated_retracts_filtered": self.generated_retracts_filtered,
             "dedup_dropped": by_side(&self.dedup_dropped),
-            "input_dropped": by_side_reason(&self.input_dropped),
+            "input_dropped": per_side(&|i| reasons(&self.input_dropped[i])),
             "decode_errors": by_side(&self.decode_errors),
             "dlq_records": self.dlq_records,
             "matches": self.matches,
             "unmatched_emitted": {"left": unmatched(&self.unmatched_emitted[0]), "right": unmatched(&self.unmatched_emitted[1])},
             "late_records": by_side(&self.late_records),
             "late_matches": self.late_matches,
-            "state_rows": {"left": self.state_rows[0], "right": self.state_rows[1]},
+            "state_rows": per_side(&|i| json!(self.state_rows[i])),
             "state_expired": by_side(&self.state_expired),
         })
     }

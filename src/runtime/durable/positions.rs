@@ -19,10 +19,17 @@ pub(crate) type Offsets = BTreeMap<(String, Partition), i64>;
 /// The local-only name under which a task's state records the changelog position of `side`
 /// it reflects.
 pub(super) fn position_name(side: Side) -> &'static [u8] {
-    match side {
-        Side::Left => b"changelog/left",
-        Side::Right => b"changelog/right",
-    }
+    const NAMES: [&[u8]; sidejoin_core::config::MAX_SOURCES] = [
+        b"changelog/left",
+        b"changelog/right",
+        b"changelog/dim2",
+        b"changelog/dim3",
+        b"changelog/dim4",
+        b"changelog/dim5",
+        b"changelog/dim6",
+        b"changelog/dim7",
+    ];
+    NAMES[side.index()]
 }
 
 /// Writes `offsets` into the state (into the open checkpoint).

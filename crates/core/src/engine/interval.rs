@@ -96,9 +96,10 @@ impl IntervalJoin {
 
     /// Whether a row of `side` at `time` is final under watermark `w`.
     fn is_final(&self, side: Side, time: i64, w: i64) -> bool {
-        let bound = match side {
-            Side::Left => i128::from(time) - i128::from(self.spec.lower_ms),
-            Side::Right => i128::from(time) + i128::from(self.spec.upper_ms),
+        let bound = if side == Side::Left {
+            i128::from(time) - i128::from(self.spec.lower_ms)
+        } else {
+            i128::from(time) + i128::from(self.spec.upper_ms)
         };
         i128::from(w) > bound + i128::from(self.spec.allowed_lateness_ms)
     }
@@ -219,9 +220,10 @@ impl IntervalJoin {
     ) -> Result<bool, StateError> {
         let (lower, upper) = (self.spec.lower_ms, self.spec.upper_ms);
         // tr + LOWER <= tl <= tr + UPPER, solved for the other side's time.
-        let (lo, hi) = match side {
-            Side::Left => (t.saturating_sub(upper), t.saturating_sub(lower)),
-            Side::Right => (t.saturating_add(lower), t.saturating_add(upper)),
+        let (lo, hi) = if side == Side::Left {
+            (t.saturating_sub(upper), t.saturating_sub(lower))
+        } else {
+            (t.saturating_add(lower), t.saturating_add(upper))
         };
         let other = side.other();
         let mut group = Vec::new();

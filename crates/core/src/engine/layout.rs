@@ -40,9 +40,10 @@ pub const ROW_COUNTS: &[u8] = b"row_counts";
 
 /// Meta item holding the largest row time seen on a side of the partition (interval join).
 pub fn max_time_item(side: Side) -> &'static [u8] {
-    match side {
-        Side::Left => b"max_time/left",
-        Side::Right => b"max_time/right",
+    if side == Side::Left {
+        b"max_time/left"
+    } else {
+        b"max_time/right"
     }
 }
 
@@ -55,10 +56,12 @@ pub fn offset_item(topic: &str) -> Vec<u8> {
 /// Meta item holding a partition's stream time (SPEC §3.5).
 pub const STREAM_TIME: &[u8] = b"stream_time";
 
+/// `L`, `R`, then `2`, `3`… for a star join's further dimensions.
 fn side_byte(side: Side) -> u8 {
-    match side {
-        Side::Left => b'L',
-        Side::Right => b'R',
+    match side.index() {
+        0 => b'L',
+        1 => b'R',
+        n => b'0' + n as u8,
     }
 }
 

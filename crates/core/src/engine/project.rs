@@ -138,9 +138,10 @@ pub(super) fn pick<'r>(
     left: Option<&'r Row>,
     right: Option<&'r Row>,
 ) -> Option<&'r Row> {
-    match side {
-        Side::Left => left,
-        Side::Right => right,
+    if side == Side::Left {
+        left
+    } else {
+        right
     }
 }
 
