@@ -254,7 +254,7 @@ pub(crate) fn run_engine<S: JoinState>(
 ) -> Result<Vec<Out>, String> {
     let cfg = config::load(env(c, join_type), Mode::Replay).map_err(|e| e.to_string())?;
     let mut engine = Engine::new(&cfg.join);
-    let projection = engine.plan().projection.clone();
+    let projection = engine.projection().clone();
     let mut partitions: Vec<i32> = c.recs.iter().map(|r| r.partition).chain([0]).collect();
     partitions.sort_unstable();
     partitions.dedup();

@@ -17,4 +17,6 @@ pub(crate) mod props_cases;
 pub(crate) mod reference;
 pub(crate) mod rocks;
 pub(crate) mod secure;
+pub(crate) mod star_cases;
+pub(crate) mod star_props;
 pub(crate) mod upsert;

@@ -51,7 +51,7 @@ impl<S: JoinState> Run<S> {
     fn new(env: Vec<(String, String)>, state: S) -> Result<(Self, Projection), String> {
         let cfg = config::load(env, Mode::Replay).map_err(|e| e.to_string())?;
         let engine = Engine::new(&cfg.join);
-        let projection = engine.plan().projection.clone();
+        let projection = engine.projection().clone();
         Ok((
             Run {
                 engine,

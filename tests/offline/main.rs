@@ -16,3 +16,4 @@ mod secrets;
 mod sql_check;
 mod sql_errors;
 mod sql_placement;
+mod star_props;

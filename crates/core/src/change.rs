@@ -109,6 +109,8 @@ pub struct JoinedChange {
     pub right: Option<Row>,
     /// The `-D` of a null-padded row that just got its first match (SPEC §3.3).
     pub generated: bool,
+    /// A star join's further dimensions' rows (`dim2`, …; SPEC §14); empty for a two-way join.
+    pub more: Vec<Option<Row>>,
 }
 
 impl JoinedChange {
@@ -123,6 +125,7 @@ impl JoinedChange {
             left,
             right,
             generated: false,
+            more: Vec::new(),
         }
     }
 }

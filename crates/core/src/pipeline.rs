@@ -6,7 +6,7 @@
 //! advance stream time, returns the error, and `dispatch` says (and counts) what the caller must
 //! do with it — the one place that reads the setting.
 
-use crate::change::{Event, Input, JoinedChange, Partition, Side};
+use crate::change::{Event, Input, JoinedChange, Partition, Row, Side};
 use crate::config::{Config, OnError, OnViolation, OutputMode, TimeSource};
 use crate::copartition::KeyCheck;
 use crate::engine::column::Column;
@@ -69,7 +69,7 @@ impl Pipeline {
     /// changes its router wrote).
     pub fn reading(config: &Config, readings: [Reading; 2]) -> Self {
         let engine = Engine::new(&config.join);
-        let projection = engine.plan().projection.clone();
+        let projection = engine.projection().clone();
         let time_column = |side: Side| match &config.join.side(side).time {
             TimeSource::RecordTimestamp => None,
             TimeSource::Column(c) => Some(Column::new(c.as_str())),
@@ -320,14 +320,13 @@ impl Pipeline {
     /// Projects what the engine emitted.
     fn project(&mut self) {
         self.projected.clear();
+        let mut rows: Vec<Option<&Row>> = Vec::with_capacity(2);
         for c in &self.joined {
-            self.projected.push(
-                c.kind,
-                &self.projection,
-                &self.key,
-                c.left.as_ref(),
-                c.right.as_ref(),
-            );
+            rows.clear();
+            rows.extend([c.left.as_ref(), c.right.as_ref()]);
+            rows.extend(c.more.iter().map(Option::as_ref));
+            self.projected
+                .push(c.kind, &self.projection, &self.key, &rows);
             self.engine.stats_mut().record_out(c.kind);
         }
     }

@@ -35,22 +35,22 @@ impl Projected {
         self.changes.clear();
     }
 
-    /// Projects one joined change and its output key.
+    /// Projects one joined change and its output key; `rows` are its input rows in order
+    /// (left, right, a star join's further dimensions; `None` null-padded).
     pub fn push(
         &mut self,
         kind: Kind,
         projection: &Projection,
         key: &OutputKey,
-        left: Option<&Row>,
-        right: Option<&Row>,
+        rows: &[Option<&Row>],
     ) {
         let start = self.bytes.len();
         let cols = key.needs_columns().then_some(&mut self.cols);
-        projection.project_into(left, right, &mut self.bytes, cols);
+        projection.project_rows_into(rows, &mut self.bytes, cols);
         let row = start..self.bytes.len();
         let key = (!key.is_empty()).then(|| {
             let start = self.bytes.len();
-            key.write(&mut self.bytes, &self.cols, left, right);
+            key.write(&mut self.bytes, &self.cols, rows);
             start..self.bytes.len()
         });
         self.changes.push(OutChange { kind, key, row });
@@ -235,7 +235,7 @@ mod tests {
         let mut p = Projected::default();
         for (kind, k, v) in changes {
             let row = Row::from_value(&json!({"k": k, "v": v})).unwrap();
-            p.push(*kind, &projection, &key, Some(&row), None);
+            p.push(*kind, &projection, &key, &[Some(&row), None]);
         }
         p
     }

@@ -13,6 +13,7 @@
 //! | `INTERVAL_ROWS` | partition, side, join key | row time, arrival sequence | `Timed` row |
 //! | `INTERVAL_TIME` | partition, side | row time, arrival sequence | join key bytes |
 //! | `LOCAL` | partition | name | 8 bytes (kept by durable stores beside the state, never mirrored) |
+//! | `LOOKUP` | partition, dimension, lookup key | the parent input's join key (sized) and row item | empty (star joins: the rows of the input a dimension is looked up on, by their lookup key, when that input is not stored under it) |
 //!
 //! Join keys, primary keys and rows use the self-delimiting encodings of `canonical`, so a TTL
 //! item can be split back into its parts. In a group, a join or primary key is preceded by its
@@ -31,6 +32,8 @@ pub const INTERVAL_ROWS: u8 = 5;
 pub const INTERVAL_TIME: u8 = 6;
 /// Local-only numbers of a partition (never mirrored to the changelog): see `local_group`.
 pub const LOCAL: u8 = 7;
+/// A star join's lookup index (SPEC §14): see `lookup_group`.
+pub const LOOKUP: u8 = 8;
 
 /// Meta item holding the interval join's last arrival sequence number of the partition.
 pub const INTERVAL_SEQ: &[u8] = b"interval_seq";
@@ -89,7 +92,7 @@ pub fn group_len(key: &[u8]) -> usize {
         return key.len();
     }
     match key[4] {
-        ROWS | PK | INTERVAL_ROWS => key
+        ROWS | PK | INTERVAL_ROWS | LOOKUP => key
             .get(HEAD_LEN..HEAD_LEN + 4)
             .and_then(|b| b.try_into().ok())
             .map(|b: [u8; 4]| HEAD_LEN + 4 + u32::from_be_bytes(b) as usize)
@@ -103,6 +106,27 @@ pub fn group_len(key: &[u8]) -> usize {
 pub fn rows_group(buf: &mut Vec<u8>, partition: Partition, side: Side, join_key: &[u8]) {
     head(buf, partition, ROWS, Some(side));
     push_sized(buf, join_key);
+}
+
+/// The lookup index of star-join dimension `dimension` at lookup key `lookup`: its items are the
+/// rows of the input the dimension is looked up on whose lookup columns hold `lookup`.
+pub fn lookup_group(buf: &mut Vec<u8>, partition: Partition, dimension: Side, lookup: &[u8]) {
+    head(buf, partition, LOOKUP, Some(dimension));
+    push_sized(buf, lookup);
+}
+
+/// A lookup index item: the indexed row's join key (sized) and its item.
+pub fn lookup_item(buf: &mut Vec<u8>, join_key: &[u8], item: &[u8]) {
+    buf.clear();
+    push_sized(buf, join_key);
+    buf.extend_from_slice(item);
+}
+
+/// Splits a lookup index item back into the row's join key and item.
+pub fn split_lookup_item(item: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = u32::from_be_bytes(item.get(..4)?.try_into().ok()?) as usize;
+    let key = item.get(4..4 + len)?;
+    Some((key, &item[4 + len..]))
 }
 
 pub fn pk_group(buf: &mut Vec<u8>, partition: Partition, side: Side, primary_key: &[u8]) {

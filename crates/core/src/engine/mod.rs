@@ -4,6 +4,7 @@
 //! caller), and state is whatever store the caller hands in.
 
 pub mod canonical;
+pub mod clock;
 pub mod column;
 pub mod filter;
 pub mod groups;
@@ -16,6 +17,7 @@ pub mod output_key;
 pub mod plan;
 pub mod project;
 pub mod regular;
+pub mod star;
 pub mod state;
 pub mod table;
 pub mod ttl;
@@ -26,32 +28,45 @@ use crate::config::JoinSpec;
 use crate::stats::Stats;
 
 use interval::IntervalJoin;
-use plan::JoinPlan;
+use project::Projection;
 use regular::RegularJoin;
+use star::StarJoin;
 use state::{StateError, StateValue};
 
 pub use memory::MemoryState;
 pub use state::JoinState;
 
-/// The join a configuration asks for: regular (SPEC §3) or interval (SPEC §4).
+/// The join a configuration asks for: regular (SPEC §3), interval (SPEC §4) or star (SPEC §14).
 #[derive(Debug)]
 pub enum Engine {
     Regular(RegularJoin),
     Interval(IntervalJoin),
+    Star(StarJoin),
 }
 
 impl Engine {
     pub fn new(spec: &JoinSpec) -> Self {
         match spec.interval {
             Some(interval) => Engine::Interval(IntervalJoin::new(spec, interval)),
+            None if spec.is_star() => Engine::Star(StarJoin::new(spec)),
             None => Engine::Regular(RegularJoin::new(spec)),
         }
     }
 
-    pub fn plan(&self) -> &JoinPlan {
+    /// The SELECT list, compiled.
+    pub fn projection(&self) -> &Projection {
         match self {
-            Engine::Regular(j) => j.plan(),
-            Engine::Interval(j) => j.plan(),
+            Engine::Regular(j) => &j.plan().projection,
+            Engine::Interval(j) => &j.plan().projection,
+            Engine::Star(j) => &j.plan().projection,
+        }
+    }
+
+    /// How many inputs the join reads: two, or a star join's fact and dimensions.
+    pub fn inputs(&self) -> usize {
+        match self {
+            Engine::Star(j) => j.plan().sources.len(),
+            _ => 2,
         }
     }
 
@@ -59,6 +74,7 @@ impl Engine {
         match self {
             Engine::Regular(j) => &j.stats,
             Engine::Interval(j) => &j.stats,
+            Engine::Star(j) => &j.stats,
         }
     }
 
@@ -66,6 +82,7 @@ impl Engine {
         match self {
             Engine::Regular(j) => &mut j.stats,
             Engine::Interval(j) => &mut j.stats,
+            Engine::Star(j) => &mut j.stats,
         }
     }
 
@@ -85,8 +102,10 @@ impl Engine {
     ) {
         state.release_partition(partition);
         self.stats_mut().release_partition(partition);
-        if let Engine::Regular(j) = self {
-            j.forget_partition(partition);
+        match self {
+            Engine::Regular(j) => j.forget_partition(partition),
+            Engine::Star(j) => j.forget_partition(partition),
+            Engine::Interval(_) => {}
         }
     }
 
@@ -95,14 +114,19 @@ impl Engine {
     /// offsets.
     pub fn checkpoint<S: JoinState + ?Sized>(&mut self, state: &mut S) {
         let mut group = Vec::new();
+        let inputs = self.inputs();
         for (partition, rows) in &self.stats().state_rows_by_partition {
             layout::meta_group(&mut group, *partition);
-            let bytes = [rows[0].to_be_bytes(), rows[1].to_be_bytes()].concat();
+            let bytes: Vec<u8> = rows[..inputs]
+                .iter()
+                .flat_map(|r| r.to_be_bytes())
+                .collect();
             state.put(&group, layout::ROW_COUNTS, StateValue::Bytes(bytes));
         }
         match self {
             Engine::Interval(j) => j.checkpoint(state),
             Engine::Regular(j) => j.checkpoint(state),
+            Engine::Star(j) => j.checkpoint(state),
         }
     }
 
@@ -115,29 +139,34 @@ impl Engine {
     ) -> Result<(), StateError> {
         let mut group = Vec::new();
         layout::meta_group(&mut group, partition);
-        let counts = state.get(&group, layout::ROW_COUNTS)?.and_then(|v| {
-            let b = v.as_bytes()?;
-            Some([
-                i64::from_be_bytes(b.get(..8)?.try_into().ok()?),
-                i64::from_be_bytes(b.get(8..16)?.try_into().ok()?),
-            ])
-        });
+        // One count per input, 8 bytes each (two-way joins: left, right).
+        let counts: Vec<i64> = state
+            .get(&group, layout::ROW_COUNTS)?
+            .and_then(|v| {
+                let b = v.as_bytes()?;
+                Some(
+                    b.chunks_exact(8)
+                        .filter_map(|c| c.try_into().ok().map(i64::from_be_bytes))
+                        .collect(),
+                )
+            })
+            .unwrap_or_default();
         let stats = self.stats_mut();
         stats.release_partition(partition);
-        if let Some([l, r]) = counts {
-            stats.rows(partition, Side::Left, l);
-            stats.rows(partition, Side::Right, r);
+        for (side, rows) in Side::first(counts.len()).zip(counts) {
+            stats.rows(partition, side, rows);
         }
         match self {
             Engine::Interval(j) => j.restore_partition(state, partition, now),
             Engine::Regular(j) => j.restore_partition(state, partition),
+            Engine::Star(j) => j.restore_partition(state, partition),
         }
     }
 
     /// The interval join's watermark per side, for metrics.
     pub fn watermark(&self, side: Side) -> Option<i64> {
         match self {
-            Engine::Regular(_) => None,
+            Engine::Regular(_) | Engine::Star(_) => None,
             Engine::Interval(j) => j.side_watermark(side),
         }
     }
@@ -152,6 +181,7 @@ impl Engine {
         match self {
             Engine::Regular(j) => j.process(state, input, out),
             Engine::Interval(j) => j.process(state, input, out),
+            Engine::Star(j) => j.process(state, input, out),
         }
     }
 
@@ -164,7 +194,7 @@ impl Engine {
     ) -> Result<(), StateError> {
         match self {
             Engine::Interval(j) => j.tick(state, now, out),
-            Engine::Regular(_) => Ok(()),
+            Engine::Regular(_) | Engine::Star(_) => Ok(()),
         }
     }
 
@@ -176,7 +206,7 @@ impl Engine {
     ) -> Result<(), StateError> {
         match self {
             Engine::Interval(j) => j.flush(state, out),
-            Engine::Regular(_) => Ok(()),
+            Engine::Regular(_) | Engine::Star(_) => Ok(()),
         }
     }
 }

@@ -62,14 +62,8 @@ impl OutputKey {
     }
 
     /// Appends the key of the output row just projected into `out` (whose columns are `cols`),
-    /// built from `left`/`right`.
-    pub fn write(
-        &self,
-        out: &mut Vec<u8>,
-        cols: &[OutCol],
-        left: Option<&Row>,
-        right: Option<&Row>,
-    ) {
+    /// built from the input rows `rows` (left, right, further dimensions).
+    pub fn write(&self, out: &mut Vec<u8>, cols: &[OutCol], rows: &[Option<&Row>]) {
         out.push(b'{');
         for (i, (prefix, part)) in self.parts.iter().enumerate() {
             if i > 0 {
@@ -77,7 +71,7 @@ impl OutputKey {
             }
             out.extend_from_slice(prefix);
             let value: Option<Range<usize>> = match part {
-                KeyPart::Input(side, c) => match pick(*side, left, right).and_then(|r| c.get(r)) {
+                KeyPart::Input(side, c) => match pick(*side, rows).and_then(|r| c.get(r)) {
                     Some(v) => {
                         write_key_value(v, out);
                         continue;

@@ -83,7 +83,8 @@ enum Shape {
 /// The output columns of a star list for rows of one shape each.
 #[derive(Debug, Clone)]
 struct Layout {
-    shapes: [Shape; 2],
+    /// One per input row (two for a two-way join).
+    shapes: Vec<Shape>,
     parts: Vec<Part>,
 }
 
@@ -133,16 +134,8 @@ pub(super) fn escaped(name: &str) -> Vec<u8> {
     out
 }
 
-pub(super) fn pick<'r>(
-    side: Side,
-    left: Option<&'r Row>,
-    right: Option<&'r Row>,
-) -> Option<&'r Row> {
-    if side == Side::Left {
-        left
-    } else {
-        right
-    }
+pub(super) fn pick<'r>(side: Side, rows: &[Option<&'r Row>]) -> Option<&'r Row> {
+    rows.get(side.index()).copied().flatten()
 }
 
 impl Projection {
@@ -201,21 +194,32 @@ impl Projection {
         out: &mut Vec<u8>,
         cols: Option<&mut Vec<OutCol>>,
     ) {
+        self.project_rows_into(&[left, right], out, cols);
+    }
+
+    /// `project_into` for the rows of every input in order (a star join's fact and dimensions;
+    /// a missing one is null-padded).
+    pub fn project_rows_into(
+        &self,
+        rows: &[Option<&Row>],
+        out: &mut Vec<u8>,
+        cols: Option<&mut Vec<OutCol>>,
+    ) {
         // Rows of known shapes take a layout with each column's position; a fixed list has its
         // parts by name for rows of shapes without a number.
-        let unknown = |r: Option<&Row>| r.is_some_and(|r| r.shape() == UNKNOWN);
-        if let (Some(parts), true) = (&self.fixed, unknown(left) || unknown(right)) {
-            return write(parts, left, right, out, cols);
+        let unknown = |r: &Option<&Row>| r.is_some_and(|r| r.shape() == UNKNOWN);
+        if let (Some(parts), true) = (&self.fixed, rows.iter().any(unknown)) {
+            return write(parts, rows, out, cols);
         }
         let mut layouts = self.layouts.borrow_mut();
-        let found = layouts
-            .recent
-            .iter()
-            .position(|l| same_shape(&l.shapes[0], left) && same_shape(&l.shapes[1], right));
+        let found = layouts.recent.iter().position(|l| {
+            l.shapes.len() == rows.len()
+                && l.shapes.iter().zip(rows).all(|(s, r)| same_shape(s, *r))
+        });
         let at = match found {
             Some(i) => i,
             None => {
-                let layout = self.layout(left, right);
+                let layout = self.layout(rows);
                 let l = &mut *layouts;
                 if l.recent.len() < LAYOUTS {
                     l.recent.push(layout);
@@ -228,13 +232,13 @@ impl Projection {
                 }
             }
         };
-        write(&layouts.recent[at].parts, left, right, out, cols);
+        write(&layouts.recent[at].parts, rows, out, cols);
     }
 
     /// Works out the output columns for rows shaped like `left` and `right`: `AS` names as
     /// given, every other column under its first free name (the names `Select` fixes, for lists
     /// without `*`), each with where its value is in those rows.
-    fn layout(&self, left: Option<&Row>, right: Option<&Row>) -> Layout {
+    fn layout(&self, rows: &[Option<&Row>]) -> Layout {
         let mut names = Taken::default();
         // (output name, side, source, whether the name is the input column's own)
         let mut columns: Vec<(Vec<u8>, Side, Source, bool)> = Vec::new();
@@ -255,7 +259,7 @@ impl Projection {
                     column,
                     alias,
                 } => {
-                    let source = pick(*side, left, right)
+                    let source = pick(*side, rows)
                         .and_then(|r| r.find(column.escaped(), 0))
                         .map_or(Source::Null, |(i, _)| Source::At(i));
                     match alias {
@@ -264,7 +268,7 @@ impl Projection {
                     }
                 }
                 Item::All(side) => {
-                    if let Some(r) = pick(*side, left, right) {
+                    if let Some(r) = pick(*side, rows) {
                         for (i, (name, _)) in r.columns().enumerate() {
                             add(&mut names, name, true, *side, Source::At(i));
                         }
@@ -273,7 +277,7 @@ impl Projection {
             }
         }
         Layout {
-            shapes: [shape_of(left), shape_of(right)],
+            shapes: rows.iter().map(|r| shape_of(*r)).collect(),
             parts: runs(columns),
         }
     }
@@ -316,11 +320,10 @@ fn runs(columns: Vec<(Vec<u8>, Side, Source, bool)>) -> Vec<Part> {
     parts
 }
 
-/// Writes the output row of `parts` for `left`/`right`.
+/// Writes the output row of `parts` for `rows`.
 fn write(
     parts: &[Part],
-    left: Option<&Row>,
-    right: Option<&Row>,
+    rows: &[Option<&Row>],
     out: &mut Vec<u8>,
     mut cols: Option<&mut Vec<OutCol>>,
 ) {
@@ -331,7 +334,7 @@ fn write(
         out.push(b'{');
     }
     for p in parts {
-        let row = pick(p.side, left, right);
+        let row = pick(p.side, rows);
         if let (Source::Run(from, to), Some(r)) = (&p.source, row) {
             out.extend_from_slice(&p.prefix);
             let at = out.len();

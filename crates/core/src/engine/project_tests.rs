@@ -86,7 +86,7 @@ fn keys_are_compact_json_in_key_order() {
     assert!(key.needs_columns());
     p.project_into(Some(&l), None, &mut out, Some(&mut cols));
     let start = out.len();
-    key.write(&mut out, &cols, Some(&l), None);
+    key.write(&mut out, &cols, &[Some(&l), None]);
     assert_eq!(&out[start..], br#"{"a":"x","b":2,"c":null,"s":"a"}"#);
     let mut v = Vec::new();
     write_key_value(Json::new_unchecked(br#"{"a":1.0,"b":[2.0,2.5]}"#), &mut v);

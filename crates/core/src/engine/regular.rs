@@ -6,16 +6,15 @@
 //! match count per row (RisingWave's "degree"), moved by one per change, so a null-padded row is
 //! retracted exactly when it gets its first match and re-emitted when it loses its last.
 
-use rustc_hash::FxHashMap;
-
 use crate::change::{Input, JoinedChange, Kind, Partition, Row, Side};
 use crate::config::JoinSpec;
 use crate::stats::Stats;
 
 use super::canonical::{has_null, rows_equal, rows_equal_on};
+use super::clock::StreamClock;
 use super::normalize::Step;
 use super::plan::{JoinPlan, SidePlan, UsedColumns};
-use super::state::{JoinState, RowEntry, StateError, StateValue};
+use super::state::{JoinState, RowEntry, StateError};
 use super::table::{Keys, Slot, Table};
 
 /// Reusable buffers for one join.
@@ -52,7 +51,7 @@ fn find_matches<S: JoinState + ?Sized>(
     Ok(scratch.matches.iter().map(|m| m.entry.copies).sum())
 }
 
-fn is_duplicate(used: &UsedColumns, a: &Row, b: &Row) -> bool {
+pub(super) fn is_duplicate(used: &UsedColumns, a: &Row, b: &Row) -> bool {
     match used {
         UsedColumns::All => rows_equal(a, b),
         UsedColumns::Some(cols) => rows_equal_on(a, b, cols),
@@ -160,7 +159,7 @@ pub fn retract<S: JoinState + ?Sized>(
 
 /// Replaces the stored `old` row by `new` (state keys `keys`) under the same join key, keeping
 /// its match count.
-fn replace<S: JoinState + ?Sized>(
+pub(super) fn replace<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     sp: &SidePlan,
     old: &Slot,
@@ -251,11 +250,7 @@ pub fn apply<S: JoinState + ?Sized>(
 pub struct RegularJoin {
     plan: JoinPlan,
     allow_generated_retracts: bool,
-    /// Stream time per task (input partition). Kept here, written to state at each checkpoint
-    /// (the state is only durable at checkpoints), read back when a partition is restored.
-    stream_time: FxHashMap<Partition, i64>,
-    /// Per partition and side, a stamp no entry of the TTL index is below (`ttl::expire`).
-    ttl_floor: FxHashMap<(Partition, Side), i64>,
+    clock: StreamClock,
     scratch: Scratch,
     steps: Vec<Step>,
     pub stats: Stats,
@@ -266,8 +261,7 @@ impl RegularJoin {
         RegularJoin {
             plan: JoinPlan::new(spec),
             allow_generated_retracts: spec.allow_generated_retracts,
-            stream_time: FxHashMap::default(),
-            ttl_floor: FxHashMap::default(),
+            clock: StreamClock::default(),
             scratch: Scratch::default(),
             steps: Vec::new(),
             stats: Stats::default(),
@@ -280,21 +274,12 @@ impl RegularJoin {
 
     /// Drops the stream time of a released partition.
     pub fn forget_partition(&mut self, partition: Partition) {
-        self.stream_time.remove(&partition);
-        self.ttl_floor.retain(|(p, _), _| *p != partition);
+        self.clock.forget_partition(partition);
     }
 
     /// Writes each partition's stream time into `state`.
     pub fn checkpoint<S: JoinState + ?Sized>(&self, state: &mut S) {
-        let mut group = Vec::new();
-        for (partition, time) in &self.stream_time {
-            super::layout::meta_group(&mut group, *partition);
-            state.put(
-                &group,
-                super::layout::STREAM_TIME,
-                StateValue::Bytes(super::layout::time_bytes(*time).to_vec()),
-            );
-        }
+        self.clock.checkpoint(state);
     }
 
     /// Reads back the stream time of `partition` (assigned after a restart or a move).
@@ -303,22 +288,7 @@ impl RegularJoin {
         state: &mut S,
         partition: Partition,
     ) -> Result<(), StateError> {
-        let mut group = Vec::new();
-        super::layout::meta_group(&mut group, partition);
-        let stored = state.get(&group, super::layout::STREAM_TIME)?;
-        match stored.and_then(|v| v.as_bytes().and_then(super::layout::time_from_bytes)) {
-            Some(t) => self.stream_time.insert(partition, t),
-            None => self.stream_time.remove(&partition),
-        };
-        self.ttl_floor.retain(|(p, _), _| *p != partition);
-        Ok(())
-    }
-
-    /// Advances the stream time of `partition` to include `timestamp`; returns the new value.
-    fn advance(&mut self, partition: Partition, timestamp: i64) -> i64 {
-        let known = self.stream_time.entry(partition).or_insert(i64::MIN);
-        *known = (*known).max(timestamp);
-        *known
+        self.clock.restore_partition(state, partition)
     }
 
     /// Processes one arriving record and appends the changes it causes to `out`.
@@ -332,16 +302,9 @@ impl RegularJoin {
         input: Input,
         out: &mut Vec<JoinedChange>,
     ) -> Result<(), StateError> {
-        let now = self.advance(input.partition, input.timestamp);
+        let now = self.clock.advance(input.partition, input.timestamp);
         let mut t = Table::new(state, input.partition, now, &mut self.stats);
-        for side in &self.plan.sides {
-            let key = (input.partition, side.side);
-            let mut floor = self.ttl_floor.get(&key).copied();
-            super::ttl::expire(&mut t, side, &mut floor)?;
-            if let Some(f) = floor {
-                self.ttl_floor.insert(key, f);
-            }
-        }
+        self.clock.expire(&mut t, &self.plan.sides)?;
         let Some(event) = input.event else {
             return Ok(());
         };
