@@ -40,6 +40,10 @@ fn side_plan(cfg: &Config, side: Side) -> String {
 pub fn plan(cfg: &Config) -> String {
     let mut out = String::new();
     let j = &cfg.join;
+    if j.is_star() {
+        crate::check_star::star_lines(cfg, &mut out);
+        return common_lines(cfg, out);
+    }
     let kind = match j.interval {
         Some(i) => format!(
             "interval join: tr + {} ms <= tl <= tr + {} ms (watermark delay {} ms, lateness {} ms)",
@@ -50,6 +54,12 @@ pub fn plan(cfg: &Config) -> String {
     let _ = writeln!(out, "join: {} {kind}", j.join_type.name());
     let _ = writeln!(out, "{}", side_plan(cfg, Side::Left));
     let _ = writeln!(out, "{}", side_plan(cfg, Side::Right));
+    common_lines(cfg, out)
+}
+
+/// What every join's plan says after its inputs: retractions, output, errors, topology.
+fn common_lines(cfg: &Config, mut out: String) -> String {
+    let j = &cfg.join;
     let _ = writeln!(
         out,
         "generated retractions: {}",
@@ -66,7 +76,9 @@ pub fn plan(cfg: &Config) -> String {
         cfg.process.on_error.name(),
         cfg.kafka.dlq_topic
     );
-    topology_plan(cfg, &mut out);
+    if !j.is_star() {
+        topology_plan(cfg, &mut out);
+    }
     for w in &cfg.warnings {
         let _ = writeln!(out, "warning: {w}");
     }

@@ -13,6 +13,7 @@ pub use sidejoin_store as store;
 mod avro;
 mod backoff;
 pub mod check;
+mod check_star;
 mod http;
 mod kafka;
 pub mod metrics;

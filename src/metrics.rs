@@ -116,7 +116,7 @@ impl Metrics {
     fn observe_stats(&self, w: usize, stats: &Stats) {
         let mut slots = self.slots();
         let last = &slots[w].last;
-        for side in Side::BOTH {
+        for side in Side::first(stats.inputs()) {
             self.observe_side(side, last, stats);
         }
         for kind in Kind::ALL {
@@ -136,7 +136,8 @@ impl Metrics {
         advance(&self.matches, last.matches, stats.matches);
         advance(&self.late_matches, last.late_matches, stats.late_matches);
         slots[w].last = stats.clone();
-        for side in Side::BOTH {
+        let inputs = slots.iter().map(|s| s.last.inputs()).max().unwrap_or(2);
+        for side in Side::first(inputs) {
             let rows = slots.iter().map(|s| s.last.state_rows[side.index()]).sum();
             self.state_rows.with_label_values(&[side.name()]).set(rows);
         }

@@ -46,7 +46,7 @@ pub(crate) fn processor(
     dir: &std::path::Path,
     options: StoreOptions,
 ) -> Driven {
-    let mut p = JoinProcessor::new(config, [Reading::Own; 2]);
+    let mut p = JoinProcessor::new(config, vec![Reading::Own; 2]);
     match store {
         Store::Memory => {
             let mut state = MemoryState::new();

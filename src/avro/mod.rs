@@ -43,8 +43,8 @@ pub enum AvroSetupError {
 /// The Avro decoding of the sides whose format is Avro.
 pub(crate) struct AvroInput {
     schemas: SchemaCache,
-    /// The envelope of each Avro side; `None` for a JSON side.
-    envelopes: [Option<Envelope>; 2],
+    /// The envelope of each Avro input, in input order; `None` for a JSON one.
+    envelopes: Vec<Option<Envelope>>,
     scratch: input::Decoded,
 }
 
@@ -55,7 +55,7 @@ impl AvroInput {
             let s = config.join.side(side);
             s.format.is_avro().then(|| s.format.envelope())
         };
-        let envelopes = [envelope(Side::Left), envelope(Side::Right)];
+        let envelopes: Vec<Option<Envelope>> = config.join.inputs().map(envelope).collect();
         if envelopes.iter().all(Option::is_none) {
             return Ok(None);
         }
@@ -71,7 +71,9 @@ impl AvroInput {
 
     /// Is `side` Avro?
     pub(crate) fn is_avro(&self, side: Side) -> bool {
-        self.envelopes[side.index()].is_some()
+        self.envelopes
+            .get(side.index())
+            .is_some_and(Option::is_some)
     }
 
     /// The JSON key and value of an Avro record of `side` (which must be Avro).

@@ -45,8 +45,11 @@ pub(crate) fn changelog_opaque(side: Side) -> usize {
     usize::MAX - side.index()
 }
 
+/// The lowest changelog opaque: that of the last input a join can have.
+const LOWEST_CHANGELOG: usize = usize::MAX - (sidejoin_core::config::MAX_SOURCES - 1);
+
 /// The delivery opaque of a repartition router's records: only a failure is kept.
-pub(crate) const ROUTED: usize = usize::MAX - 2;
+pub(crate) const ROUTED: usize = LOWEST_CHANGELOG - 1;
 
 pub(crate) struct Deliveries {
     counts: Mutex<Counts>,
@@ -138,7 +141,7 @@ impl ProducerContext for Deliveries {
             }
             return;
         }
-        if checkpoint >= changelog_opaque(Side::Right) {
+        if checkpoint >= LOWEST_CHANGELOG {
             match result {
                 Ok(msg) => {
                     let at = (usize::MAX - checkpoint, msg.partition());

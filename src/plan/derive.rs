@@ -16,9 +16,10 @@ pub enum PlanError {
         .0.iter().map(|(v, t)| format!("{v}: topic `{t}` does not exist")).collect::<Vec<_>>().join("; ")
     )]
     MissingTopics(Vec<(String, String)>),
-    /// Two grouped inputs with different partition counts.
+    /// Two grouped inputs with different partition counts (in a star join: the fact, and a
+    /// dimension that is not broadcast, named by `small`).
     #[error(
-        "the inputs are not co-partitioned: left topic `{left_topic}` has {left} partitions but right topic `{right_topic}` has {right}; \
+        "the inputs are not co-partitioned: left topic `{left_topic}` has {left} partitions but {small} topic `{right_topic}` has {right}; \
          a co-partitioned join needs equal partition counts and both topics keyed by the join key: \
          set SIDEJOIN_BROADCAST={small} to give every instance the whole {small} side (a small table), \
          or SIDEJOIN_{small_var}_HASH_BY=$join_key to let sidejoin re-key that side into an internal topic with \
@@ -53,7 +54,7 @@ pub enum PlanError {
 }
 
 /// `<side>-changelog`, the suffix of a side's changelog topic after the application id.
-fn changelog_topic(cfg: &Config, side: Side) -> String {
+pub(super) fn changelog_topic(cfg: &Config, side: Side) -> String {
     format!("{}-{}-changelog", cfg.kafka.application_id, side.name())
 }
 
@@ -65,6 +66,9 @@ pub(crate) fn repartition_topic(cfg: &Config, side: Side) -> String {
 /// The plan of `cfg` on the cluster `facts` describes; `durable`: the state is mirrored to
 /// changelog topics (`run`; the in-memory and passthrough benchmark modes are not).
 pub(crate) fn derive(cfg: &Config, facts: &Facts, durable: bool) -> Result<Plan, PlanError> {
+    if cfg.join.is_star() {
+        return super::star::derive_star(cfg, facts, durable);
+    }
     let own = own_counts(cfg, facts)?;
     let output = OutputPlan {
         topic: cfg.output.topic.clone().unwrap_or_default(),
@@ -105,7 +109,7 @@ pub(crate) fn derive(cfg: &Config, facts: &Facts, durable: bool) -> Result<Plan,
         sources,
         output,
         tasks,
-        changelogs: durable.then(|| Side::BOTH.map(|s| changelog_topic(cfg, s))),
+        changelogs: durable.then(|| Side::BOTH.map(|s| changelog_topic(cfg, s)).to_vec()),
         dead_letters: (cfg.process.on_error == OnError::Dlq).then(|| cfg.kafka.dlq_topic.clone()),
         workers: worker_plans(cfg),
         checks_keys,

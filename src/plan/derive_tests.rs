@@ -41,7 +41,7 @@ fn co_partitioned_inputs_are_read_through_the_group_one_task_per_partition() {
         .sources
         .iter()
         .all(|s| s.placement == Placement::CoPartitioned));
-    assert_eq!(plan.readings(), [Reading::Own; 2]);
+    assert_eq!(plan.readings(), vec![Reading::Own; 2]);
     assert!(plan.checks_keys);
     assert_eq!(plan.output.partitions, 3);
     let internal: Vec<(String, i32, TopicKind)> = plan
@@ -94,7 +94,7 @@ fn a_broadcast_side_feeds_every_task_of_the_other() {
     let cfg = settings(&[("SIDEJOIN_BROADCAST", "right")]);
     let plan = derive(&cfg, &cluster(6, 2), true).unwrap();
     assert_eq!(plan.tasks, 6);
-    assert_eq!(plan.broadcast().map(|s| s.side), Some(Side::Right));
+    assert_eq!(plan.broadcasts().next().map(|s| s.side), Some(Side::Right));
     assert_eq!(plan.source(Side::Right).partitions, 2);
     assert!(!plan.checks_keys);
 }

@@ -9,7 +9,10 @@ impl Plan {
     pub(crate) fn topology(&self) -> String {
         let [l, r] = [&self.sources[0], &self.sources[1]];
         let out = self.output.partitions;
-        let mut line = match self.broadcast() {
+        if self.sources.len() > 2 {
+            return self.star_topology();
+        }
+        let mut line = match self.broadcasts().next() {
             None => format!(
                 "topics: left {} partitions, right {} partitions (co-partitioned), output {out} partitions",
                 l.partitions, r.partitions
@@ -33,6 +36,28 @@ impl Plan {
             }
         }
         line
+    }
+
+    /// `topology` of a star join: every input with its partitions and placement.
+    fn star_topology(&self) -> String {
+        let inputs: Vec<String> = self
+            .sources
+            .iter()
+            .map(|s| {
+                let how = match (s.side.is_dimension(), &s.placement) {
+                    (false, _) => "fact",
+                    (true, Placement::Broadcast) => "broadcast",
+                    (true, _) => "co-partitioned",
+                };
+                format!("{} {} partitions ({how})", s.side, s.partitions)
+            })
+            .collect();
+        format!(
+            "star join, topics: {}; {} tasks; output {} partitions",
+            inputs.join(", "),
+            self.tasks,
+            self.output.partitions
+        )
     }
 }
 

@@ -15,6 +15,7 @@ mod derive;
 mod describe;
 mod facts;
 mod placement;
+mod star;
 
 use std::path::PathBuf;
 
@@ -132,13 +133,14 @@ pub(crate) struct OutputPlan {
 /// Everything this process runs, derived once (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
-    /// The join inputs, left then right.
+    /// The join inputs in order: left then right (a star join's fact, then its dimensions).
     pub sources: Vec<Source>,
     pub output: OutputPlan,
     /// Units of join state: the partition count of the grouped sources.
     pub tasks: i32,
-    /// The changelog topic of each side (`<app>-<side>-changelog`), when the state is durable.
-    pub changelogs: Option<[String; 2]>,
+    /// The changelog topic of each input (`<app>-<side>-changelog`), in input order, when the
+    /// state is durable.
+    pub changelogs: Option<Vec<String>>,
     /// The dead-letter topic, when undecodable records go there (`SIDEJOIN_ON_ERROR=dlq`).
     pub dead_letters: Option<String>,
     pub routers: Vec<RouterPlan>,
@@ -153,14 +155,14 @@ impl Plan {
         &self.sources[side.index()]
     }
 
-    /// The decoding of each side, in side order (what the pipeline is built with).
-    pub(crate) fn readings(&self) -> [Reading; 2] {
-        Side::BOTH.map(|s| self.source(s).reading)
+    /// The decoding of each input, in input order (what the pipeline is built with).
+    pub(crate) fn readings(&self) -> Vec<Reading> {
+        self.sources.iter().map(|s| s.reading).collect()
     }
 
-    /// The broadcast source, if any.
-    pub(crate) fn broadcast(&self) -> Option<&Source> {
-        self.sources.iter().find(|s| !s.grouped())
+    /// The broadcast sources, in input order.
+    pub(crate) fn broadcasts(&self) -> impl Iterator<Item = &Source> {
+        self.sources.iter().filter(|s| !s.grouped())
     }
 
     /// Every topic sidejoin creates when missing and verifies when present.

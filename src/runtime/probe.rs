@@ -62,14 +62,22 @@ pub(super) fn probe<S>(
     let started = Instant::now();
     let partitions = plan.tasks;
     let topic = |side: Side| plan.source(side).topic.as_str();
-    // Both at once, each with its own consumer (end-of-partition events name no topic).
-    let heads = std::thread::scope(|s| {
-        let read = Side::BOTH
-            .map(|side| s.spawn(move || read_head(kafka, topic(side), partitions, shutdown)));
-        read.map(|r| r.join().expect("the probe's reader does not panic"))
+    // The grouped inputs at once, each with its own consumer (end-of-partition events name no
+    // topic).
+    let sides: Vec<Side> = (plan.sources.iter())
+        .filter(|s| s.grouped())
+        .map(|s| s.side)
+        .collect();
+    let heads: Vec<_> = std::thread::scope(|s| {
+        let read: Vec<_> = (sides.iter())
+            .map(|&side| s.spawn(move || read_head(kafka, topic(side), partitions, shutdown)))
+            .collect();
+        read.into_iter()
+            .map(|r| r.join().expect("the probe's reader does not panic"))
+            .collect()
     });
     let mut found = Vec::new();
-    for (side, head) in Side::BOTH.into_iter().zip(heads) {
+    for (side, head) in sides.into_iter().zip(heads) {
         let topic = topic(side);
         let head = head?;
         let misfit = head.iter().find_map(|r| {

@@ -126,7 +126,7 @@ pub(super) fn prepare(
         None => None,
     };
     let readings = plan.readings();
-    let join = || Box::new(JoinProcessor::new(cfg, readings));
+    let join = || Box::new(JoinProcessor::new(cfg, readings.clone()));
     let started = match (mode, stores) {
         (_, Some(stores)) => {
             let each = (stores.into_iter())

@@ -36,18 +36,24 @@ impl Stream {
 /// The input topics and how they are spread over tasks.
 #[derive(Debug, Clone)]
 pub(super) struct Inputs {
-    pub topics: [String; 2],
-    /// The broadcast side and its topic's partition count.
-    pub broadcast: Option<(Side, i32)>,
+    /// Every input's topic, in input order (two, or a star join's fact and dimensions).
+    pub topics: Vec<String>,
+    /// The broadcast inputs and their topics' partition counts.
+    pub broadcast: Vec<(Side, i32)>,
 }
 
 impl Inputs {
     /// The inputs the plan's tasks read.
     pub(super) fn of(plan: &crate::plan::Plan) -> Self {
         Inputs {
-            topics: Side::BOTH.map(|s| plan.source(s).topic.clone()),
-            broadcast: plan.broadcast().map(|b| (b.side, b.partitions)),
+            topics: plan.sources.iter().map(|s| s.topic.clone()).collect(),
+            broadcast: plan.broadcasts().map(|b| (b.side, b.partitions)).collect(),
         }
+    }
+
+    /// Every input's position, in order.
+    pub(super) fn sides(&self) -> impl Iterator<Item = Side> {
+        Side::first(self.topics.len())
     }
 
     pub(super) fn topic(&self, side: Side) -> &str {
@@ -56,31 +62,26 @@ impl Inputs {
 
     /// Whether `side` is consumed through the consumer group (not broadcast).
     pub(super) fn grouped(&self, side: Side) -> bool {
-        self.broadcast.is_none_or(|(b, _)| b != side)
+        !self.broadcast.iter().any(|(b, _)| *b == side)
     }
 
     /// The sides consumed through the group.
     pub(super) fn group_sides(&self) -> Vec<Side> {
-        Side::BOTH
-            .into_iter()
-            .filter(|s| self.grouped(*s))
-            .collect()
+        self.sides().filter(|s| self.grouped(*s)).collect()
     }
 
     /// The side whose topic is `topic`.
     pub(super) fn side_of(&self, topic: &str) -> Option<Side> {
-        Side::BOTH.into_iter().find(|s| self.topic(*s) == topic)
+        self.sides().find(|s| self.topic(*s) == topic)
     }
 
     /// Every input of `task`, left side first.
     pub(super) fn streams(&self, task: Partition) -> Vec<Stream> {
         let mut all = Vec::new();
-        for side in Side::BOTH {
-            match self.broadcast {
-                Some((b, n)) if b == side => {
-                    all.extend((0..n).map(|source| Stream { side, task, source }))
-                }
-                _ => all.push(Stream::own(side, task)),
+        for side in self.sides() {
+            match self.broadcast.iter().find(|(b, _)| *b == side) {
+                Some((_, n)) => all.extend((0..*n).map(|source| Stream { side, task, source })),
+                None => all.push(Stream::own(side, task)),
             }
         }
         all
@@ -89,8 +90,7 @@ impl Inputs {
     /// Names of offsets only another topology stores (`SIDEJOIN_BROADCAST` set or not, or on
     /// the other side): state holding one was written by a join whose tasks read other input.
     pub(super) fn foreign_items(&self) -> Vec<String> {
-        Side::BOTH
-            .into_iter()
+        self.sides()
             .map(|side| {
                 let topic = self.topic(side);
                 if self.grouped(side) {
@@ -119,8 +119,8 @@ mod tests {
 
     fn inputs(broadcast: Option<(Side, i32)>) -> Inputs {
         Inputs {
-            topics: ["orders".into(), "users".into()],
-            broadcast,
+            topics: vec!["orders".into(), "users".into()],
+            broadcast: broadcast.into_iter().collect(),
         }
     }
 

@@ -224,6 +224,11 @@ impl JoinSpec {
         !self.dimensions.is_empty()
     }
 
+    /// Every input's position, in order: left (fact), right, then the further dimensions.
+    pub fn inputs(&self) -> impl Iterator<Item = Side> {
+        Side::first(2 + self.dimensions.len())
+    }
+
     /// Every input, in order: left (fact), right, then the further dimensions.
     pub fn sources(&self) -> impl Iterator<Item = &SideSpec> {
         [&self.left, &self.right]

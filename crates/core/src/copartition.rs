@@ -41,13 +41,13 @@ pub fn fix(cfg: &Config, side: Side) -> String {
     )
 }
 
-/// The join-key columns of both sides.
+/// The join-key columns of every input.
 pub struct KeyCheck {
-    join_key: [Vec<Column>; 2],
+    join_key: Vec<Vec<Column>>,
     /// `SIDEJOIN_NULL_KEYS_MATCH`: null join keys join, so their partition matters too.
     null_keys_match: bool,
     /// The side reads its repartition topic (`SIDEJOIN_<SIDE>_HASH_BY`).
-    repartitioned: [bool; 2],
+    repartitioned: Vec<bool>,
 }
 
 /// What a key was read as.
@@ -60,11 +60,11 @@ enum Key {
 impl KeyCheck {
     /// The check of `join`'s sides, read as `readings` says (a side read as changes from its
     /// repartition topic was keyed by sidejoin and is not checked).
-    pub fn new(join: &JoinSpec, readings: [Reading; 2]) -> KeyCheck {
+    pub fn new(join: &JoinSpec, readings: &[Reading]) -> KeyCheck {
         KeyCheck {
-            join_key: [Column::list(&join.left.key), Column::list(&join.right.key)],
+            join_key: join.sources().map(|s| Column::list(&s.key)).collect(),
             null_keys_match: join.null_keys_match,
-            repartitioned: readings.map(|r| r == Reading::Changes),
+            repartitioned: readings.iter().map(|r| *r == Reading::Changes).collect(),
         }
     }
 
@@ -220,9 +220,9 @@ mod tests {
     fn check(join_key: &[&str], key: &str, row: &str) -> Option<String> {
         let columns: Vec<String> = join_key.iter().map(|s| s.to_string()).collect();
         let check = KeyCheck {
-            join_key: [Column::list(&columns), Column::list(&columns)],
+            join_key: vec![Column::list(&columns), Column::list(&columns)],
             null_keys_match: false,
-            repartitioned: [false; 2],
+            repartitioned: vec![false; 2],
         };
         let event = Event::Change(ChangeKind::Insert, Row::parse(row.as_bytes()).unwrap());
         check.check(Side::Left, Some(key.as_bytes()), &event)
@@ -232,9 +232,9 @@ mod tests {
     fn a_record_without_a_key_does_not_fit_unless_its_join_key_is_null() {
         let columns = vec!["u".to_owned()];
         let check = KeyCheck {
-            join_key: [Column::list(&columns), Column::list(&columns)],
+            join_key: vec![Column::list(&columns), Column::list(&columns)],
             null_keys_match: false,
-            repartitioned: [false, true],
+            repartitioned: vec![false, true],
         };
         let row = |r: &str| Event::Change(ChangeKind::Insert, Row::parse(r.as_bytes()).unwrap());
         let why = check.check(Side::Left, None, &row(r#"{"u":5}"#)).unwrap();
@@ -293,9 +293,9 @@ mod tests {
         assert_eq!(check(&["u"], r#"{"id":1}"#, r#"{"id":1,"u":null}"#), None);
         assert_eq!(check(&["u"], r#"{"id":1}"#, r#"{"id":1}"#), None);
         let check = KeyCheck {
-            join_key: [Column::list(&["u".into()]), Column::list(&["u".into()])],
+            join_key: vec![Column::list(&["u".into()]), Column::list(&["u".into()])],
             null_keys_match: false,
-            repartitioned: [false; 2],
+            repartitioned: vec![false; 2],
         };
         let event = Event::DeleteKey(Row::parse(br#"{"id":1}"#).unwrap());
         assert_eq!(check.check(Side::Right, Some(br#"{"id":1}"#), &event), None);
@@ -304,9 +304,9 @@ mod tests {
     #[test]
     fn an_update_must_fit_with_its_old_and_its_new_row() {
         let check = KeyCheck {
-            join_key: [Column::list(&["u".into()]), Column::list(&["u".into()])],
+            join_key: vec![Column::list(&["u".into()]), Column::list(&["u".into()])],
             null_keys_match: false,
-            repartitioned: [false; 2],
+            repartitioned: vec![false; 2],
         };
         let event = Event::Update {
             before: Some(Row::parse(br#"{"u":5}"#).unwrap()),

@@ -42,8 +42,9 @@ pub enum ErrorAction {
 /// The join of one configuration. It keeps no rows: every call that reads or writes them takes
 /// the state store (the caller owns it: replay's memory, the runtime's durable store).
 pub struct Pipeline {
-    decoders: [Decoder; 2],
-    readings: [Reading; 2],
+    /// One per input (two, or a star join's fact and dimensions), by `Side::index()`.
+    decoders: Vec<Decoder>,
+    readings: Vec<Reading>,
     /// The interval join's time column per side (`None`: the Kafka timestamp).
     time: Option<[Option<Column>; 2]>,
     mode: OutputMode,
@@ -62,12 +63,12 @@ pub struct Pipeline {
 impl Pipeline {
     /// The join of `config`, each side read in its own format (replay, tests).
     pub fn new(config: &Config) -> Self {
-        Self::reading(config, [Reading::Own; 2])
+        Self::reading(config, &vec![Reading::Own; config.join.inputs().count()])
     }
 
     /// The join of `config`, each side read as `readings` says (a repartitioned side reads the
     /// changes its router wrote).
-    pub fn reading(config: &Config, readings: [Reading; 2]) -> Self {
+    pub fn reading(config: &Config, readings: &[Reading]) -> Self {
         let engine = Engine::new(&config.join);
         let projection = engine.projection().clone();
         let time_column = |side: Side| match &config.join.side(side).time {
@@ -75,11 +76,13 @@ impl Pipeline {
             TimeSource::Column(c) => Some(Column::new(c.as_str())),
         };
         Pipeline {
-            decoders: [
-                Decoder::reading(&config.join.left, readings[0]),
-                Decoder::reading(&config.join.right, readings[1]),
-            ],
-            readings,
+            decoders: config
+                .join
+                .sources()
+                .zip(readings)
+                .map(|(s, r)| Decoder::reading(s, *r))
+                .collect(),
+            readings: readings.to_vec(),
             time: config
                 .join
                 .interval
@@ -101,7 +104,7 @@ impl Pipeline {
     /// not applied.
     pub fn check_copartitioning(&mut self, config: &Config) {
         self.copartition = Some((
-            KeyCheck::new(&config.join, self.readings),
+            KeyCheck::new(&config.join, &self.readings),
             config.process.on_copartition_violation,
         ));
     }

@@ -11,7 +11,7 @@ use std::io::{self, BufRead, Write};
 use serde_json::json;
 
 use crate::change::{Partition, Side};
-use crate::config::Config;
+use crate::config::{Config, JoinSpec};
 use crate::engine::JoinState;
 use crate::format::DecodeError;
 use crate::pipeline::{ErrorAction, Origin, Pipeline};
@@ -50,8 +50,9 @@ struct Line<'a> {
     partition: Partition,
 }
 
-/// Parses one input line: a JSON object with the members of the module doc.
-fn parse_line(text: &str) -> Result<Line<'_>, String> {
+/// Parses one input line: a JSON object with the members of the module doc; `join` names the
+/// inputs `side` may be.
+fn parse_line<'a>(text: &'a str, join: &JoinSpec) -> Result<Line<'a>, String> {
     let bytes = text.as_bytes();
     let scanned = scan::scan(bytes).map_err(|e| format!("not JSON: {e}"))?;
     if scanned.kind != JsonKind::Object {
@@ -69,7 +70,7 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
     let bytes_of = |name: &str| field(name).filter(|v| !v.is_null()).map(|v| v.as_bytes());
     // Checked in this order: the first problem is the one reported.
     Ok(Line {
-        side: side_of(field("side"))?,
+        side: side_of(field("side"), join)?,
         key: bytes_of("key"),
         value: bytes_of("value"),
         timestamp: timestamp_of(field("timestamp"))?,
@@ -77,15 +78,28 @@ fn parse_line(text: &str) -> Result<Line<'_>, String> {
     })
 }
 
-/// `side`: `"left"` or `"right"`, required.
-fn side_of(v: Option<Json<'_>>) -> Result<Side, String> {
+/// `side`: `"left"` or `"right"`, required; in a star join also `"dim2"`… or a SQL script's
+/// table name or alias (SPEC §14).
+fn side_of(v: Option<Json<'_>>, join: &JoinSpec) -> Result<Side, String> {
+    let names = || {
+        let mut names: Vec<String> = join.inputs().map(|s| format!("\"{}\"", s.name())).collect();
+        names.extend(join.aliases.iter().map(|(a, _)| format!("\"{a}\"")));
+        names.join(", ")
+    };
     match v {
         Some(v) if v.as_str().as_deref() == Some("left") => Ok(Side::Left),
         Some(v) if v.as_str().as_deref() == Some("right") => Ok(Side::Right),
+        Some(v) if join.is_star() || !join.aliases.is_empty() => v
+            .as_str()
+            .and_then(|name| join.source_named(&name))
+            .ok_or_else(|| format!("`side` must be one of {}, found {v:?}", names())),
         Some(other) => Err(format!(
             "`side` must be \"left\" or \"right\", found {other:?}"
         )),
-        None => Err("missing `side` (\"left\" or \"right\")".into()),
+        None => Err(format!(
+            "missing `side` ({})",
+            names().replace(", ", " or ")
+        )),
     }
 }
 
@@ -178,10 +192,10 @@ pub fn replay<S: JoinState>(
 
 /// The input partitions named by `lines` (at least partition 0): replay's stand-in for a
 /// consumer assignment, which the interval join's watermark waits for.
-fn partitions(lines: &[String]) -> Vec<Partition> {
+fn partitions(lines: &[String], join: &JoinSpec) -> Vec<Partition> {
     let mut ps: Vec<Partition> = lines
         .iter()
-        .filter_map(|l| parse_line(l).ok())
+        .filter_map(|l| parse_line(l, join).ok())
         .map(|l| l.partition)
         .collect();
     ps.push(0);
@@ -253,7 +267,7 @@ fn run_lines<S: JoinState>(
     // join streams.
     let lines: Box<dyn Iterator<Item = io::Result<String>>> = if config.join.interval.is_some() {
         let all = input.lines().collect::<io::Result<Vec<String>>>()?;
-        pipeline.set_partitions(&partitions(&all), 0);
+        pipeline.set_partitions(&partitions(&all, &config.join), 0);
         Box::new(all.into_iter().map(Ok))
     } else {
         Box::new(input.lines())
@@ -266,8 +280,8 @@ fn run_lines<S: JoinState>(
         if text.trim().is_empty() {
             continue;
         }
-        let line =
-            parse_line(&text).map_err(|message| ReplayError::BadLine { line: n, message })?;
+        let line = parse_line(&text, &config.join)
+            .map_err(|message| ReplayError::BadLine { line: n, message })?;
         timestamp = line.timestamp.unwrap_or(timestamp);
         let text_value = text_value(pipeline, &line, n)?;
         let value = text_value.as_deref().map(str::as_bytes).or(line.value);

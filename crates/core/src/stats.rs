@@ -130,7 +130,7 @@ impl Stats {
     }
 
     /// How many inputs the counters cover: two, or as many as a star join's counters reach.
-    fn inputs(&self) -> usize {
+    pub fn inputs(&self) -> usize {
         (2..N)
             .filter(|&i| self.records_in[i] > 0 || self.state_rows[i] != 0)
             .max()

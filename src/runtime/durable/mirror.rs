@@ -18,7 +18,7 @@ use super::Protocol;
 /// partition the key belongs to.
 pub(super) fn send(
     producer: &BaseProducer<Deliveries>,
-    topics: &[String; 2],
+    topics: &[String],
     key: &[u8],
     value: Option<&[u8]>,
 ) -> Result<(), KafkaError> {
@@ -65,8 +65,10 @@ impl<S: Checkpointed> Protocol<S> {
     pub(super) fn record_positions(&mut self) -> Result<(), RunError> {
         let positions = self.txn().deliveries().take_changelog_positions();
         for ((side, partition), next) in positions {
-            let name = position_name(Side::BOTH[side]);
-            self.state.set_local(partition, name, next)?;
+            let Some(side) = Side::at(side) else {
+                continue;
+            };
+            self.state.set_local(partition, position_name(side), next)?;
         }
         Ok(())
     }

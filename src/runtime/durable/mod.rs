@@ -74,8 +74,8 @@ pub(super) struct Protocol<S> {
     txn: Option<Transactions>,
     /// The checkpoint whose commit goes on while the next one is processed.
     in_flight: Option<in_flight::InFlight>,
-    /// The changelog topic of each side; `None` when the state is volatile.
-    changelog: Option<[String; 2]>,
+    /// The changelog topic of each input, in input order; `None` when the state is volatile.
+    changelog: Option<Vec<String>>,
     inputs: Inputs,
     /// The number outputs are sent under now.
     epoch: u64,
@@ -102,7 +102,7 @@ pub(super) struct Parts<S> {
     pub state: S,
     pub guarantee: Guarantee,
     pub txn: Transactions,
-    pub changelog: Option<[String; 2]>,
+    pub changelog: Option<Vec<String>>,
     pub inputs: Inputs,
     pub fault: Fault,
     pub restorer: rdkafka::consumer::BaseConsumer<HelperContext>,

@@ -67,15 +67,17 @@ impl<S: Checkpointed> Protocol<S> {
         let mut done = Restored::default();
         self.check_identity(true, super::identity::DESCRIBE)?;
         if let Some(changelog) = self.changelog.clone() {
-            let mut spans: [Vec<Span>; 2] = [Vec::new(), Vec::new()];
+            let mut spans: Vec<Vec<Span>> = vec![Vec::new(); changelog.len()];
             for &p in tasks {
-                if let Some([left, right]) = self.span(processor, &changelog, p, shutdown)? {
-                    spans[0].push(left);
-                    spans[1].push(right);
+                if let Some(each) = self.span(processor, &changelog, p, shutdown)? {
+                    for (all, span) in spans.iter_mut().zip(each) {
+                        all.push(span);
+                    }
                 }
             }
-            for side in Side::BOTH {
-                let (topic, spans) = (&changelog[side.index()], &spans[side.index()]);
+            for (side, (topic, spans)) in
+                Side::first(changelog.len()).zip(changelog.iter().zip(&spans))
+            {
                 done.records += self.read(topic, side, spans, shutdown)?;
             }
         }
@@ -86,22 +88,22 @@ impl<S: Checkpointed> Protocol<S> {
         Ok((positions, done))
     }
 
-    /// Where `task`'s reading of each side's changelog starts and ends; `None` when its local
+    /// Where `task`'s reading of each input's changelog starts and ends; `None` when its local
     /// copy was mirrored into empty changelogs instead (nothing to read).
     fn span<P: Processor<S> + ?Sized>(
         &mut self,
         processor: &mut P,
-        changelog: &[String; 2],
+        changelog: &[String],
         p: Partition,
         shutdown: &CancellationToken,
-    ) -> Result<Option<[Span; 2]>, RunError> {
-        let marks = [
-            self.watermarks(&changelog[0], p, shutdown)?,
-            self.watermarks(&changelog[1], p, shutdown)?,
-        ];
-        let mut local = [None, None];
-        for side in Side::BOTH {
-            local[side.index()] = self.state.local(p, position_name(side))?;
+    ) -> Result<Option<Vec<Span>>, RunError> {
+        let mut marks = Vec::with_capacity(changelog.len());
+        for topic in changelog {
+            marks.push(self.watermarks(topic, p, shutdown)?);
+        }
+        let mut local = Vec::with_capacity(changelog.len());
+        for side in Side::first(changelog.len()) {
+            local.push(self.state.local(p, position_name(side))?);
         }
         let items: Vec<String> = (self.inputs.streams(p).iter())
             .map(|s| self.inputs.item(s))
@@ -110,10 +112,11 @@ impl<S: Checkpointed> Protocol<S> {
         let prefix = (local.iter().zip(&marks))
             .all(|(l, (low, high))| l.is_some_and(|l| *low <= l && l <= *high));
         if prefix {
-            return Ok(Some(Side::BOTH.map(|s| {
-                let i = s.index();
-                (p, local[i].expect("checked"), marks[i].1)
-            })));
+            return Ok(Some(
+                (local.iter().zip(&marks))
+                    .map(|(l, (_, high))| (p, l.expect("checked"), *high))
+                    .collect(),
+            ));
         }
         let empty = marks.iter().all(|(low, high)| low == high);
         if has_state && empty && local.iter().all(Option::is_none) {
@@ -130,7 +133,12 @@ impl<S: Checkpointed> Protocol<S> {
         }
         processor.revoked(&mut self.state, &[p]);
         self.state.delete_partition(p)?;
-        Ok(Some(marks.map(|(low, high)| (p, low, high))))
+        Ok(Some(
+            marks
+                .into_iter()
+                .map(|(low, high)| (p, low, high))
+                .collect(),
+        ))
     }
 
     /// State recording offsets of input another topology reads was written by another join.

@@ -27,8 +27,8 @@ pub struct JoinProcessor {
     avro_out: Option<AvroOutput>,
     /// The configuration, for `prepare`.
     config: Config,
-    /// How each side's records are read.
-    readings: [Reading; 2],
+    /// How each input's records are read, in input order.
+    readings: Vec<Reading>,
     /// The JSON records of one input, before they are re-encoded as Avro.
     json_out: Records,
     /// Records' keys are checked against their join key (`check_copartitioning`).
@@ -37,15 +37,16 @@ pub struct JoinProcessor {
 
 impl JoinProcessor {
     /// The join of `config`, each side read as `readings` says (the plan's).
-    pub fn new(config: &Config, readings: [Reading; 2]) -> Self {
+    pub fn new(config: &Config, readings: Vec<Reading>) -> Self {
         JoinProcessor {
-            pipeline: Pipeline::reading(config, readings),
+            pipeline: Pipeline::reading(config, &readings),
             // A side read from its repartition topic holds changes, not Avro.
             avro: AvroInput::new(config).map(|a| {
                 a.filter(|a| {
-                    Side::BOTH
-                        .iter()
-                        .any(|s| a.is_avro(*s) && readings[s.index()] == Reading::Own)
+                    config
+                        .join
+                        .inputs()
+                        .any(|s| a.is_avro(s) && readings[s.index()] == Reading::Own)
                 })
             }),
             readings,
@@ -193,7 +194,7 @@ impl<S: JoinState + ?Sized> Processor<S> for JoinProcessor {
 
     fn reset(&mut self) {
         let stats = std::mem::take(self.pipeline.stats_mut());
-        self.pipeline = Pipeline::reading(&self.config, self.readings);
+        self.pipeline = Pipeline::reading(&self.config, &self.readings);
         *self.pipeline.stats_mut() = stats;
         if self.checks_keys {
             self.pipeline.check_copartitioning(&self.config);
@@ -211,7 +212,7 @@ impl<S: JoinState + ?Sized> Processor<S> for JoinProcessor {
 
     fn publish(&self, metrics: &WorkerMetrics) {
         metrics.observe_stats(self.pipeline.stats());
-        for side in Side::BOTH {
+        for side in self.config.join.inputs() {
             if let Some(w) = self.pipeline.engine().watermark(side) {
                 metrics.set_watermark(side, w);
             }

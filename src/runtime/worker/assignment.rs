@@ -12,6 +12,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use crate::change::Partition;
 use crate::kafka::context::Assignment;
 
+use super::super::broadcast::Broadcast;
 use super::super::durable::Close;
 use super::super::input::LaneSpec;
 use super::super::streams::Stream;
@@ -97,7 +98,7 @@ impl<S: Checkpointed> Worker<'_, S> {
         self.assigned = list.into_iter().collect();
         self.owned = now;
         let parts: Vec<Partition> = self.owned.iter().copied().collect();
-        if let Some(b) = &mut self.broadcast {
+        for b in &mut self.broadcast {
             let protocol = &self.protocol;
             b.assign(&parts, |s| protocol.position(s), now_ms())?;
         }
@@ -190,10 +191,7 @@ impl<S: Checkpointed> Worker<'_, S> {
     fn clear_input(&mut self) -> Result<(), KafkaError> {
         self.lanes.clear();
         self.merge.clear();
-        match &mut self.broadcast {
-            Some(b) => b.clear(),
-            None => Ok(()),
-        }
+        self.broadcast.iter_mut().try_for_each(Broadcast::clear)
     }
 
     /// Closes the open checkpoint (after what processing time releases) as `close` says. An

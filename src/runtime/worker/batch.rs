@@ -60,7 +60,7 @@ impl<S: Checkpointed> Worker<'_, S> {
     /// Fetches what the partition queues (and the broadcast consumer) hold, bounded per queue.
     fn fill(&mut self, now: i64) -> usize {
         let mut fetched = self.lanes.fill(&mut self.merge, now);
-        if let Some(b) = &mut self.broadcast {
+        for b in &mut self.broadcast {
             fetched += b.fill(&mut self.merge, now);
         }
         fetched

@@ -62,8 +62,8 @@ struct Worker<'a, S> {
     metrics: &'a WorkerMetrics,
     shutdown: &'a CancellationToken,
     inputs: Inputs,
-    /// The broadcast side's consumer (`SIDEJOIN_BROADCAST`).
-    broadcast: Option<Broadcast>,
+    /// A consumer per broadcast input (`SIDEJOIN_BROADCAST`; a star join may broadcast several).
+    broadcast: Vec<Broadcast>,
     /// `(topic, partition)` pairs currently assigned by the group.
     assigned: HashSet<(String, Partition)>,
     /// The tasks whose state this worker holds.

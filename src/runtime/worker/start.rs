@@ -170,7 +170,7 @@ pub(crate) fn run_blocking<S: Checkpointed>(job: Job<'_, S>) -> Result<(), RunEr
         owned: BTreeSet::new(),
         protocol: protocol(cfg, plan, me, job.state, producers.txn, metrics, shutdown)?,
         lanes: Lanes::new(consumer, PER_QUEUE),
-        merge: Merge::new(2, cfg.kafka.max_task_idle_ms),
+        merge: Merge::new(plan.sources.len(), cfg.kafka.max_task_idle_ms),
         out: Records::default(),
         skipped_logged: 0,
         violations_logged: HashSet::new(),
@@ -195,19 +195,20 @@ fn broadcast(
     cfg: &Config,
     plan: &Plan,
     metrics: &WorkerMetrics,
-) -> Result<Option<Broadcast>, RunError> {
-    let Some(b) = plan.broadcast() else {
-        return Ok(None);
-    };
-    let consumer = clients::broadcast_consumer(&cfg.kafka)
-        .create_with_context(BroadcastContext::new(metrics.clone()))?;
-    Ok(Some(Broadcast::new(
-        consumer,
-        b.side,
-        &b.topic,
-        b.partitions,
-        cfg.kafka.max_task_idle_ms,
-    )))
+) -> Result<Vec<Broadcast>, RunError> {
+    plan.broadcasts()
+        .map(|b| {
+            let consumer = clients::broadcast_consumer(&cfg.kafka)
+                .create_with_context(BroadcastContext::new(metrics.clone()))?;
+            Ok(Broadcast::new(
+                consumer,
+                b.side,
+                &b.topic,
+                b.partitions,
+                cfg.kafka.max_task_idle_ms,
+            ))
+        })
+        .collect()
 }
 
 impl<S> Worker<'_, S> {

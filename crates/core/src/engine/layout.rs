@@ -180,6 +180,9 @@ pub fn is_local(key: &[u8]) -> bool {
 pub fn mirror_side(key: &[u8]) -> Side {
     match key.get(5) {
         Some(b'R') => Side::Right,
+        Some(&b) if (b'2'..=b'9').contains(&b) => {
+            Side::at(usize::from(b - b'0')).unwrap_or(Side::Left)
+        }
         _ => Side::Left,
     }
 }
