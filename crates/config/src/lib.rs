@@ -89,6 +89,7 @@ pub fn load(
     let raw::RawEnv { vars: raw, kafka } = raw::read(env, &mut p);
 
     let mut join = join::join_spec(&mut p, &raw);
+    join.aliases = sql.as_ref().map(|t| t.aliases.clone()).unwrap_or_default();
     let mut warnings = sql.as_ref().map(|t| t.warnings.clone()).unwrap_or_default();
     join.interval = checks::interval(&mut p, &raw, &join, &mut warnings);
     checks::sides(&mut p, &join);
