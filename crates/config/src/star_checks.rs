@@ -16,7 +16,8 @@ pub(crate) fn star(p: &mut Problems, raw: &RawConfig, join: &JoinSpec) {
     }
     whole_join(p, raw, join);
     for d in &join.dimensions {
-        dimension(p, join, d);
+        let on = raw.dim(d.source.side).and_then(|r| r.on.as_deref());
+        dimension(p, join, d, on.unwrap_or_default());
     }
     fact_hash_by(p, join);
 }
@@ -55,22 +56,16 @@ fn whole_join(p: &mut Problems, raw: &RawConfig, join: &JoinSpec) {
     }
 }
 
-/// One further dimension: what it is looked up on, how it is placed.
-fn dimension(p: &mut Problems, join: &JoinSpec, d: &DimensionSpec) {
+/// One further dimension, `value` its `SIDEJOIN_DIM<N>_ON` as given.
+fn dimension(p: &mut Problems, join: &JoinSpec, d: &DimensionSpec, value: &str) {
     let side = d.source.side;
     let var = on_var(side);
-    let value = d
-        .lookup
-        .iter()
-        .map(|c| format!("{}.{c}", d.on))
-        .collect::<Vec<_>>()
-        .join(",");
     if d.lookup.is_empty() {
         // Unset or unreadable: already a problem.
     } else if d.on >= side {
         p.add(
             &var,
-            Some(&value),
+            Some(value),
             format!(
                 "reads {}, which is {side} itself or joined after it: a dimension is looked up on the fact (l) \
                  or on a dimension joined before it",
@@ -80,7 +75,7 @@ fn dimension(p: &mut Problems, join: &JoinSpec, d: &DimensionSpec) {
     } else if d.lookup.len() != d.source.key.len() && !d.source.key.is_empty() {
         p.add(
             &var,
-            Some(&value),
+            Some(value),
             format!(
                 "has {} column(s) but SIDEJOIN_{}_KEY has {}; they are matched by position",
                 d.lookup.len(),
@@ -92,7 +87,7 @@ fn dimension(p: &mut Problems, join: &JoinSpec, d: &DimensionSpec) {
         let fact: Vec<String> = join.left.key.iter().map(|c| format!("l.{c}")).collect();
         p.add(
             &var,
-            Some(&value),
+            Some(value),
             format!(
                 "{side} is not broadcast, so it must be co-partitioned with the fact: looked up on exactly the \
                  fact's key columns ({}, in SIDEJOIN_LEFT_KEY's order); otherwise add {side} to SIDEJOIN_BROADCAST",
