@@ -99,3 +99,53 @@ fn check_prints_each_sides_placement_with_the_reason() {
         assert!(out.contains(needle), "missing {needle:?} in:\n{out}");
     }
 }
+
+/// `check` prints a star join's N-way variables (SPEC §14): the seed query `FROM A JOIN B ON a1 =
+/// b1 JOIN C ON a1 = c1` with A and C broadcast reads B as the fact.
+#[test]
+fn check_prints_a_star_joins_variables() {
+    let table = |name: &str, cols: &str| {
+        format!(
+            "CREATE TABLE {name} ({cols}) WITH ('connector' = 'kafka', 'topic' = 't{name}', 'format' = 'json');\n"
+        )
+    };
+    let sql = [
+        table("A", "a1 INT, a2 STRING"),
+        table("B", "b1 INT, b2 STRING"),
+        table("C", "c1 INT, c2 STRING"),
+        "SELECT /*+ BROADCAST(A, C) */ a2, b2, c2 FROM A JOIN B ON a1 = b1 JOIN C ON a1 = c1"
+            .to_owned(),
+    ]
+    .concat();
+    let out = crate::common::bin::sidejoin("check", [("SIDEJOIN_SQL", sql)])
+        .output()
+        .expect("run sidejoin check");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let vars = printed_variables(&stdout);
+    let get = |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("SIDEJOIN_LEFT_TOPIC"), Some("tB"));
+    assert_eq!(get("SIDEJOIN_LEFT_KEY"), Some("b1"));
+    assert_eq!(get("SIDEJOIN_RIGHT_KEY"), Some("a1"));
+    assert_eq!(get("SIDEJOIN_DIM2_TOPIC"), Some("tC"));
+    assert_eq!(get("SIDEJOIN_DIM2_KEY"), Some("c1"));
+    assert_eq!(get("SIDEJOIN_DIM2_ON"), Some("r.a1"));
+    assert_eq!(get("SIDEJOIN_DIM2_JOIN_TYPE"), Some("inner"));
+    assert_eq!(get("SIDEJOIN_BROADCAST"), Some("right,dim2"));
+    assert_eq!(get("SIDEJOIN_SELECT"), Some("r.a2, l.b2, dim2.c2"));
+    // The printed variables configure the same join without the SQL.
+    let again = crate::common::bin::sidejoin("check", vars.clone())
+        .output()
+        .expect("run sidejoin check");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}

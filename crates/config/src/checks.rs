@@ -22,7 +22,7 @@ pub(super) fn sides(p: &mut Problems, join: &JoinSpec) {
             ),
         );
     }
-    for s in [l, r] {
+    for s in join.sources() {
         let v = s.side.var();
         if s.format.envelope() == Envelope::Upsert && s.primary_key.is_none() {
             p.add(
@@ -32,7 +32,8 @@ pub(super) fn sides(p: &mut Problems, join: &JoinSpec) {
             );
         }
     }
-    if let Some(b) = join.broadcast {
+    // A star join's broadcast rules are `star_checks.rs`'s.
+    if let Some(b) = join.broadcast.filter(|_| !join.is_star()) {
         if join.join_type == JoinType::Full {
             p.add(
                 "SIDEJOIN_BROADCAST",
@@ -246,7 +247,8 @@ pub(super) fn run_requirements(
             "must differ from SIDEJOIN_LEFT_TOPIC (the topic tells the sides apart)",
         );
     }
-    for s in [&join.left, &join.right] {
+    dimension_topics(p, join);
+    for s in join.sources() {
         if s.format.is_avro() && raw.schema_registry_url.is_none() {
             p.add(
                 format!("SIDEJOIN_{}_FORMAT", s.side.var()),
@@ -261,5 +263,34 @@ pub(super) fn run_requirements(
             Some("avro"),
             "Avro output needs SIDEJOIN_SCHEMA_REGISTRY_URL (its schemas are registered there)",
         );
+    }
+}
+
+/// A star join's further dimensions each need their own topic in `run`, one no other input reads.
+fn dimension_topics(p: &mut Problems, join: &JoinSpec) {
+    for (i, d) in join.dimensions.iter().enumerate() {
+        let name = format!("SIDEJOIN_{}_TOPIC", d.source.side.var());
+        let Some(topic) = d.source.topic.as_deref().filter(|t| !t.trim().is_empty()) else {
+            p.add(
+                name,
+                None,
+                format!("required by `sidejoin run`: the topic of {}", d.source.side),
+            );
+            continue;
+        };
+        let before = join.sources().take(2 + i);
+        if let Some(o) = before
+            .into_iter()
+            .find(|o| o.topic.as_deref() == Some(topic))
+        {
+            p.add(
+                name,
+                Some(topic),
+                format!(
+                    "must differ from SIDEJOIN_{}_TOPIC (the topic tells the inputs apart)",
+                    o.side.var()
+                ),
+            );
+        }
     }
 }

@@ -113,7 +113,7 @@ pub(super) fn csv_spec(
     side: Side,
     format: Format,
 ) -> Option<CsvSpec> {
-    let vals = raw.csv_of(side == Side::Left);
+    let vals = raw.csv_of(side);
     if format != Format::Csv {
         refuse_unless_csv(p, side, &vals);
         return None;

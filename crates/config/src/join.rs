@@ -1,13 +1,14 @@
 //! The join's settings (type, both sides' keys, formats, time columns and state, the SELECT
 //! list, broadcast) validated into a `JoinSpec`. The interval is `checks.rs`'s: it needs both
-//! sides first.
+//! sides first; a star join's further dimensions are `star.rs`'s.
 
 use crate::error::Problems;
 use crate::raw::RawConfig;
+use crate::select::SelectItem;
 use crate::values::{parse_columns, parse_enum};
 use crate::{
-    boolean, csv, duration, opt, select, var, Format, HashBy, JoinSpec, JoinType, Side, SideSpec,
-    TimeSource,
+    boolean, csv, duration, opt, select, star, var, Format, HashBy, JoinSpec, JoinType, Side,
+    SideSpec, TimeSource,
 };
 
 /// The join's settings among `raw`, but its interval (left `None`).
@@ -19,19 +20,13 @@ pub(crate) fn join_spec(p: &mut Problems, raw: &RawConfig) -> JoinSpec {
     let default_ttl = duration(p, "STATE_TTL", &raw.state_ttl, 0);
     let left = side_spec(p, raw, Side::Left, default_ttl);
     let right = side_spec(p, raw, Side::Right, default_ttl);
-    let select = match &raw.select {
-        Some(v) => p
-            .take(select::parse_select(v))
-            .unwrap_or_else(select::default_select),
-        None => select::default_select(),
-    };
-    let broadcast = opt(p, &raw.broadcast, |v| {
-        parse_enum(
-            "SIDEJOIN_BROADCAST",
-            v,
-            &[("left", Side::Left), ("right", Side::Right)],
-        )
-    });
+    let inputs = star::configured_inputs(p, raw);
+    let listed = opt(p, &raw.broadcast, |v| star::broadcast_list(v, inputs)).unwrap_or_default();
+    let dimensions = star::dimensions(p, raw, inputs, default_ttl, &listed);
+    let select = select_list(p, raw, inputs);
+    let broadcast = [Side::Left, Side::Right]
+        .into_iter()
+        .find(|s| listed.contains(s));
     JoinSpec {
         join_type,
         left,
@@ -46,9 +41,37 @@ pub(crate) fn join_spec(p: &mut Problems, raw: &RawConfig) -> JoinSpec {
         select,
         interval: None,
         broadcast,
-        dimensions: Vec::new(),
+        dimensions,
         aliases: Vec::new(),
     }
+}
+
+/// `SIDEJOIN_SELECT`, every item naming one of the `inputs` configured inputs; by default every
+/// column of every input, in input order.
+fn select_list(p: &mut Problems, raw: &RawConfig, inputs: usize) -> Vec<SelectItem> {
+    let all = || Side::first(inputs).map(SelectItem::All).collect();
+    let Some(v) = &raw.select else {
+        return all();
+    };
+    let Some(items) = p.take(select::parse_select(v)) else {
+        return all();
+    };
+    for item in &items {
+        let side = match item {
+            SelectItem::Column { side, .. } | SelectItem::All(side) => *side,
+        };
+        if side.index() >= inputs {
+            p.add(
+                "SIDEJOIN_SELECT",
+                Some(v),
+                format!(
+                    "names {side}, which is not an input of this join (SIDEJOIN_{}_KEY is not set)",
+                    side.var()
+                ),
+            );
+        }
+    }
+    items
 }
 
 /// The variables of one side, as given (its csv ones are `csv.rs`'s).
@@ -63,9 +86,23 @@ struct RawSide<'a> {
     topic: &'a Option<String>,
 }
 
+/// A further dimension has no time column (a star join is no interval join).
+const NO_TIME: &Option<String> = &None;
+
 impl<'a> RawSide<'a> {
     fn of(raw: &'a RawConfig, side: Side) -> Self {
-        if side == Side::Left {
+        if let Some(d) = raw.dim(side) {
+            RawSide {
+                key: &d.key,
+                primary_key: &d.primary_key,
+                format: &d.format,
+                dedup: &d.dedup,
+                ttl: &d.state_ttl,
+                time: NO_TIME,
+                hash_by: &d.hash_by,
+                topic: &d.topic,
+            }
+        } else if side == Side::Left {
             RawSide {
                 key: &raw.left_key,
                 primary_key: &raw.left_primary_key,
@@ -92,7 +129,12 @@ impl<'a> RawSide<'a> {
 }
 
 /// The settings of `side`; its state TTL defaults to `default_ttl` (`SIDEJOIN_STATE_TTL`).
-fn side_spec(p: &mut Problems, raw: &RawConfig, side: Side, default_ttl: i64) -> SideSpec {
+pub(crate) fn side_spec(
+    p: &mut Problems,
+    raw: &RawConfig,
+    side: Side,
+    default_ttl: i64,
+) -> SideSpec {
     let r = RawSide::of(raw, side);
     let s = side.var();
     let key = join_key(p, s, r.key);

@@ -13,12 +13,15 @@ mod kafka;
 pub mod output;
 mod process;
 mod raw;
+mod raw_dims;
 pub mod reference;
 mod secrets;
 pub mod select;
 mod side;
 pub mod sql;
 mod sql_source;
+mod star;
+mod star_checks;
 mod types;
 mod values;
 
@@ -86,9 +89,11 @@ pub fn load(
     let raw::RawEnv { vars: raw, kafka } = raw::read(env, &mut p);
 
     let mut join = join::join_spec(&mut p, &raw);
+    join.aliases = sql.as_ref().map(|t| t.aliases.clone()).unwrap_or_default();
     let mut warnings = sql.as_ref().map(|t| t.warnings.clone()).unwrap_or_default();
     join.interval = checks::interval(&mut p, &raw, &join, &mut warnings);
     checks::sides(&mut p, &join);
+    star_checks::star(&mut p, &raw, &join);
 
     let output = output::output_spec(&mut p, &raw, &join, &mut warnings);
 
@@ -124,3 +129,7 @@ fn sql_settings(sql: Option<&sql::Translation>) -> Vec<(String, String)> {
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "star_tests.rs"]
+mod star_tests;

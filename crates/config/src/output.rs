@@ -1,5 +1,10 @@
 //! Output settings (SPEC §5): mode, format, the output key (given or derived), the `append`
 //! refusal and the warning for upsert keys that are not provably unique.
+//!
+//! A star join (SPEC §14) keeps the fact's rows: its default key is the fact's (left) primary key,
+//! else its join key, and that key is unique only when every dimension is looked up by a key
+//! that covers its primary key (at most one match per lookup), as the other side of a two-way
+//! join must be.
 
 use super::select::Select;
 use crate::Side;
@@ -7,7 +12,8 @@ use crate::Side;
 use super::error::Problems;
 use super::raw::RawConfig;
 use super::types::{
-    Envelope, JoinSpec, KeyColumn, KeySource, OutputFormat, OutputMode, OutputSpec,
+    Envelope, JoinSpec, JoinType, KeyColumn, KeySource, OutputFormat, OutputMode, OutputSpec,
+    SideSpec,
 };
 use super::values::{parse_columns, parse_enum};
 
@@ -56,7 +62,6 @@ fn key_is_unique(join: &JoinSpec, proj: &Select, key: &[KeyColumn]) -> Result<()
         return Err("the output has no key".to_owned());
     }
     let side = join.join_type.preserved_side();
-    let other = join.side(side.other());
     let Some(pk) = &join.side(side).primary_key else {
         return Err(format!("the {side} side (preserved) has no primary key"));
     };
@@ -73,6 +78,18 @@ fn key_is_unique(join: &JoinSpec, proj: &Select, key: &[KeyColumn]) -> Result<()
             pk.join(",")
         ));
     }
+    let others: Vec<&SideSpec> = match join.is_star() {
+        true => join.sources().skip(1).collect(),
+        false => vec![join.side(side.other())],
+    };
+    others
+        .into_iter()
+        .try_for_each(|o| at_most_one_match(o, side))
+}
+
+/// `Ok` when a row of `side` matches at most one row of `other`: `other` has a primary key its
+/// join key covers.
+fn at_most_one_match(other: &SideSpec, side: Side) -> Result<(), String> {
     match &other.primary_key {
         None => Err(format!("the {} side has no primary key, so one {side} row can match many", other.side)),
         Some(opk) if !opk.iter().all(|c| other.key.contains(c)) => Err(format!(
@@ -94,7 +111,7 @@ pub fn update_sources(join: &JoinSpec) -> Vec<String> {
         return Vec::new();
     }
     let mut why = Vec::new();
-    for s in [&join.left, &join.right] {
+    for s in join.sources() {
         let v = s.side.var();
         if s.format.envelope() != Envelope::Plain {
             why.push(format!(
@@ -115,6 +132,14 @@ pub fn update_sources(join: &JoinSpec) -> Vec<String> {
             "SIDEJOIN_JOIN_TYPE={} retracts null-padded rows when they get a match (set SIDEJOIN_ALLOW_GENERATED_RETRACTS=false)",
             join.join_type.name()
         ));
+    }
+    for d in &join.dimensions {
+        if d.join_type == JoinType::Left && join.allow_generated_retracts {
+            why.push(format!(
+                "SIDEJOIN_{}_JOIN_TYPE=left retracts null-padded rows when they get a match (set SIDEJOIN_ALLOW_GENERATED_RETRACTS=false)",
+                d.source.side.var()
+            ));
+        }
     }
     why
 }

@@ -9,6 +9,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use super::error::Problems;
+use crate::raw_dims::{self, RawDim};
+use crate::Side;
 
 pub(crate) const PREFIX: &str = "SIDEJOIN_";
 /// `SIDEJOIN_KAFKA_<PROPERTY>` variables are passed to librdkafka.
@@ -102,13 +104,20 @@ pub(crate) struct RawConfig {
     pub right_csv_null_literal: Option<String>,
     pub left_csv_ignore_parse_errors: Option<String>,
     pub right_csv_ignore_parse_errors: Option<String>,
+    /// A star join's further dimensions (`SIDEJOIN_DIM<N>_*`, `raw_dims.rs`), index 0 = `dim2`;
+    /// not envy's fields: read apart from the others.
+    #[serde(skip)]
+    pub dims: Vec<RawDim>,
 }
 
 impl RawConfig {
-    /// The csv settings of one side: columns, delimiter, quote, disable-quote, escape, null
+    /// The csv settings of one input: columns, delimiter, quote, disable-quote, escape, null
     /// literal, ignore-parse-errors.
-    pub(crate) fn csv_of(&self, left: bool) -> [&Option<String>; 7] {
-        if left {
+    pub(crate) fn csv_of(&self, side: Side) -> [&Option<String>; 7] {
+        if let Some(d) = self.dim(side) {
+            return d.csv();
+        }
+        if side == Side::Left {
             [
                 &self.left_columns,
                 &self.left_csv_field_delimiter,
@@ -129,6 +138,13 @@ impl RawConfig {
                 &self.right_csv_ignore_parse_errors,
             ]
         }
+    }
+
+    /// The variables of a further dimension (`dim2`…), `None` for the left and right sides.
+    pub(crate) fn dim(&self, side: Side) -> Option<&RawDim> {
+        side.index()
+            .checked_sub(raw_dims::FIRST_DIM)
+            .and_then(|i| self.dims.get(i))
     }
 }
 
@@ -174,11 +190,12 @@ fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     probe.0
 }
 
-/// Every known variable name, with its prefix (`SIDEJOIN_JOIN_TYPE`, …).
+/// Every known variable name, with its prefix (`SIDEJOIN_JOIN_TYPE`, …), the dimensions' last.
 pub fn known_vars() -> Vec<String> {
     field_names::<RawConfig>()
         .iter()
         .map(|f| format!("{PREFIX}{}", f.to_ascii_uppercase()))
+        .chain(raw_dims::known().into_iter().map(|(_, _, v)| v))
         .collect()
 }
 
@@ -199,7 +216,9 @@ pub(crate) fn read(
     problems: &mut Problems,
 ) -> RawEnv {
     let known = known_vars();
+    let dim_vars: Vec<String> = raw_dims::known().into_iter().map(|(_, _, v)| v).collect();
     let mut ours = BTreeMap::new();
+    let mut dims = Vec::new();
     let mut kafka = Vec::new();
     for (name, value) in env {
         if !name.starts_with(PREFIX) {
@@ -215,6 +234,8 @@ pub(crate) fn read(
             } else {
                 kafka.push((prop.to_ascii_lowercase().replace('_', "."), value, name));
             }
+        } else if dim_vars.contains(&name) {
+            dims.push((name, value));
         } else if known.contains(&name) {
             ours.insert(name, value);
         } else {
@@ -227,7 +248,7 @@ pub(crate) fn read(
         }
     }
     kafka.sort_by(|a, b| a.2.cmp(&b.2));
-    let vars = envy::prefixed(PREFIX)
+    let mut vars = envy::prefixed(PREFIX)
         .from_iter::<_, RawConfig>(ours)
         .unwrap_or_else(|e| {
             problems.add(
@@ -237,6 +258,14 @@ pub(crate) fn read(
             );
             RawConfig::default()
         });
+    vars.dims = raw_dims::read(&dims).unwrap_or_else(|e| {
+        problems.add(
+            "SIDEJOIN_DIM*",
+            None,
+            format!("cannot read the environment: {e}"),
+        );
+        Vec::new()
+    });
     RawEnv { vars, kafka }
 }
 
@@ -256,7 +285,10 @@ mod tests {
         let known = known_vars();
         assert!(known.contains(&"SIDEJOIN_JOIN_TYPE".to_owned()));
         assert!(known.contains(&"SIDEJOIN_DLQ_TOPIC".to_owned()));
-        assert_eq!(known.len(), field_names::<RawConfig>().len());
+        assert!(known.contains(&"SIDEJOIN_DIM7_ON".to_owned()));
+        assert!(known.contains(&"SIDEJOIN_DEDUP_DIM2".to_owned()));
+        assert!(!known.contains(&"SIDEJOIN_DIMS".to_owned()));
+        assert_eq!(known.len(), field_names::<RawConfig>().len() + 6 * 16);
     }
 
     #[test]
@@ -273,6 +305,28 @@ mod tests {
         assert!(p.is_empty());
         assert_eq!(raw.vars.join_type.as_deref(), Some("left"));
         assert_eq!(raw.kafka[0].0, "security.protocol");
+    }
+
+    #[test]
+    fn reads_dimension_vars() {
+        let mut p = Problems::default();
+        let raw = read(
+            env(&[
+                ("SIDEJOIN_DIM2_KEY", "c1"),
+                ("SIDEJOIN_DEDUP_DIM3", "true"),
+                ("SIDEJOIN_DIM3_CSV_NULL_LITERAL", "NULL"),
+            ]),
+            &mut p,
+        );
+        assert!(p.is_empty());
+        let d = &raw.vars.dims;
+        assert_eq!(d.len(), 6);
+        assert_eq!(d[0].key.as_deref(), Some("c1"));
+        assert_eq!(d[1].dedup.as_deref(), Some("true"));
+        assert_eq!(d[1].csv_null_literal.as_deref(), Some("NULL"));
+        assert!(d[0].is_set() && d[1].is_set() && !d[2].is_set());
+        let c = raw.vars.csv_of(Side::at(3).unwrap());
+        assert_eq!(c[5].as_deref(), Some("NULL"));
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         vars: &["SIDEJOIN_JOIN_TYPE"],
         default: r#"`inner`"#,
-        meaning: r#"`inner`, `left`, `right`, `full`"#,
+        meaning: r#"`inner`, `left`, `right`, `full`; in a star join the first dimension's join, `inner` or `left`"#,
     },
     Setting {
         vars: &["SIDEJOIN_LEFT_KEY", "SIDEJOIN_RIGHT_KEY"],
@@ -129,14 +129,56 @@ pub const SETTINGS: &[Setting] = &[
         meaning: r#"csv: `true` skips and counts unreadable lines (`input_dropped{reason="parse_error"}`) instead of treating them as decode errors under `SIDEJOIN_ON_ERROR`"#,
     },
     Setting {
+        vars: &["SIDEJOIN_DIM<N>_KEY"],
+        default: r#"required for dimension N"#,
+        meaning: r#"star join (N = 2 … 7, numbered without gaps; `left` is the fact, `right` its first dimension): the join columns of dimension N, comma-separated; setting any `SIDEJOIN_DIM<N>_*` adds the dimension ([Star joins](../flink-sql.md#star-joins))"#,
+    },
+    Setting {
+        vars: &["SIDEJOIN_DIM<N>_ON"],
+        default: r#"required for dimension N"#,
+        meaning: r#"star join: the columns dimension N is looked up by, one per `SIDEJOIN_DIM<N>_KEY` column in its order, all of one input joined before it, qualified: `l.col` (the fact), `r.col` (the first dimension), `dim2.col` / `d2.col` …; a dimension not broadcast must be looked up on exactly `SIDEJOIN_LEFT_KEY` (`l.` columns, same order)"#,
+    },
+    Setting {
+        vars: &["SIDEJOIN_DIM<N>_JOIN_TYPE"],
+        default: r#"`inner`"#,
+        meaning: r#"star join: `inner` or `left` (the fact's rows are kept, null-padded for this dimension); `right`/`full` are refused. The first dimension's is `SIDEJOIN_JOIN_TYPE` (inner or left in a star join)"#,
+    },
+    Setting {
+        vars: &["SIDEJOIN_DIM<N>_TOPIC"],
+        default: r#"required by `run`"#,
+        meaning: r#"star join: dimension N's topic"#,
+    },
+    Setting {
+        vars: &[
+            "SIDEJOIN_DIM<N>_PRIMARY_KEY",
+            "SIDEJOIN_DIM<N>_FORMAT",
+            "SIDEJOIN_DIM<N>_STATE_TTL",
+            "SIDEJOIN_DEDUP_DIM<N>",
+            "SIDEJOIN_DIM<N>_COLUMNS",
+            "SIDEJOIN_DIM<N>_CSV_FIELD_DELIMITER",
+            "SIDEJOIN_DIM<N>_CSV_QUOTE_CHARACTER",
+            "SIDEJOIN_DIM<N>_CSV_DISABLE_QUOTE_CHARACTER",
+            "SIDEJOIN_DIM<N>_CSV_ESCAPE_CHARACTER",
+            "SIDEJOIN_DIM<N>_CSV_NULL_LITERAL",
+            "SIDEJOIN_DIM<N>_CSV_IGNORE_PARSE_ERRORS",
+        ],
+        default: r#"as the left/right ones"#,
+        meaning: r#"star join: dimension N's primary key, format, state TTL, dedup and csv settings, as `SIDEJOIN_LEFT_*`/`SIDEJOIN_RIGHT_*` (`SIDEJOIN_DEDUP_LEFT`) are the fact's and the first dimension's"#,
+    },
+    Setting {
+        vars: &["SIDEJOIN_DIM<N>_HASH_BY"],
+        default: r#"none"#,
+        meaning: r#"star join: refused for now (a dimension is broadcast, or co-partitioned with the fact by its join columns)"#,
+    },
+    Setting {
         vars: &["SIDEJOIN_SQL", "SIDEJOIN_SQL_FILE"],
         default: r#"none"#,
         meaning: r#"a Flink SQL job (inline, or a file path such as a mounted ConfigMap) instead of the join variables: see [Coming from Flink SQL / MRS](../flink-sql.md)"#,
     },
     Setting {
         vars: &["SIDEJOIN_SELECT"],
-        default: r#"`l.*, r.*`"#,
-        meaning: r#"output columns: `l.col`, `r.col`, `left.col`, `right.col`, `l.*`, `r.*`, each column optionally `AS name`"#,
+        default: r#"`l.*, r.*` (star: `…, dim2.*, …`)"#,
+        meaning: r#"output columns: `l.col`, `r.col`, `left.col`, `right.col`, `l.*`, `r.*`, in a star join also `dim2.col`, `dim2.*` … (or `d2.col`, `d2.*`), each column optionally `AS name`; a star join's default is every input's `*` in input order"#,
     },
     Setting {
         vars: &["SIDEJOIN_NULL_KEYS_MATCH"],
@@ -255,7 +297,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         vars: &["SIDEJOIN_BROADCAST"],
         default: r#"none"#,
-        meaning: r#"`left` or `right`: every task reads all partitions of that side's topic and keeps the whole side (MRS `BROADCAST`; see [Broadcast](../operations/broadcast.md))"#,
+        meaning: r#"`left` or `right`: every task reads all partitions of that side's topic and keeps the whole side (MRS `BROADCAST`; see [Broadcast](../operations/broadcast.md)); a star join takes a comma-separated list of its dimensions (`right,dim2`); its fact (`left`) is never broadcast, and a dimension not listed must be looked up on exactly the fact's key (co-partitioned)"#,
     },
     Setting {
         vars: &["SIDEJOIN_PROCESSING_GUARANTEE"],
@@ -379,13 +421,18 @@ mod tests {
 
     #[test]
     fn reference_lists_every_accepted_variable() {
-        let listed: Vec<&str> = SETTINGS
+        // `<N>` stands for a star join's dimension numbers, 2 … 7.
+        let listed: Vec<String> = SETTINGS
             .iter()
             .flat_map(|s| s.vars.iter().copied())
+            .flat_map(|v| match v.contains("<N>") {
+                true => (2..=7).map(|n| v.replace("<N>", &n.to_string())).collect(),
+                false => vec![v.to_owned()],
+            })
             .collect();
         let missing: Vec<String> = known_vars()
             .into_iter()
-            .filter(|v| !listed.contains(&v.as_str()))
+            .filter(|v| !listed.contains(v))
             .collect();
         assert!(
             missing.is_empty(),
@@ -394,7 +441,7 @@ mod tests {
              run `{REGENERATE}` to regenerate {PAGE}"
         );
         let known = known_vars();
-        for v in listed {
+        for v in &listed {
             let family = v.contains('<') && v.starts_with(KAFKA_PREFIX);
             assert!(
                 family || known.iter().any(|k| k == v),

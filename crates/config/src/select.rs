@@ -1,6 +1,7 @@
 //! The `SIDEJOIN_SELECT` grammar: `item, item, …` where an item is `l.col`, `r.col`,
-//! `left.col`, `right.col`, `l.*` or `r.*`, a column optionally followed by `AS name`; and the
-//! output names of a SELECT list (SPEC §3).
+//! `left.col`, `right.col`, `l.*` or `r.*` — in a star join also `dim2.col`, `d2.col`, `dim2.*`
+//! … for its further dimensions — a column optionally followed by `AS name`; and the output
+//! names of a SELECT list (SPEC §3, §14).
 //!
 //! Naming: `AS` names are reserved first; every other column keeps its own name unless that name
 //! is already taken in the row, in which case it gets the first free suffix `0`, `1`, … (as Flink
@@ -212,15 +213,28 @@ fn parse_item<'a>(raw: &'a str, aliases: &mut Vec<&'a str>) -> Result<SelectItem
     })
 }
 
-/// The side a `prefix` (`l`, `r`, `left`, `right`, in any case) names, in item `reference`.
-fn side_of(reference: &str, prefix: &str) -> Result<Side, String> {
-    match prefix.to_ascii_lowercase().as_str() {
-        "l" | "left" => Ok(Side::Left),
-        "r" | "right" => Ok(Side::Right),
-        _ => Err(format!(
-            "item `{reference}`: unknown side prefix `{prefix}` (expected l, r, left or right)"
-        )),
+/// The input a qualifier names, in any case: `l`/`left`, `r`/`right`, and a star join's further
+/// dimensions `dim2`/`d2` … `dim7`/`d7`.
+pub(crate) fn input_named(prefix: &str) -> Option<Side> {
+    let p = prefix.to_ascii_lowercase();
+    match p.as_str() {
+        "l" | "left" => Some(Side::Left),
+        "r" | "right" => Some(Side::Right),
+        _ => {
+            let n = p.strip_prefix("dim").or_else(|| p.strip_prefix('d'))?;
+            let n: usize = n.parse().ok().filter(|n| *n >= 2)?;
+            Side::at(n)
+        }
     }
+}
+
+/// The side a `prefix` names (`input_named`), in item `reference`.
+fn side_of(reference: &str, prefix: &str) -> Result<Side, String> {
+    input_named(prefix).ok_or_else(|| {
+        format!(
+            "item `{reference}`: unknown side prefix `{prefix}` (expected l, r, left or right; dim2 … dim7 or d2 … d7 in a star join)"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -247,6 +261,29 @@ mod tests {
                 SelectItem::All(Side::Right),
             ]
         );
+    }
+
+    #[test]
+    fn parses_dimension_items() {
+        let dim = |n| Side::at(n).unwrap();
+        let s = parse_select("l.id, dim2.name AS n, D3.*, d7.x").unwrap();
+        assert_eq!(
+            s,
+            vec![
+                col(Side::Left, "id", None),
+                col(dim(2), "name", Some("n")),
+                SelectItem::All(dim(3)),
+                col(dim(7), "x", None),
+            ]
+        );
+        for bad in ["dim8.a", "d1.a", "dim.a", "dimx.a", "d02x.a"] {
+            let e = parse_select(bad).unwrap_err();
+            assert!(
+                e.message.contains("unknown side prefix"),
+                "{bad}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -16,7 +16,8 @@ fn one(var: &str, value: Option<&str>, message: impl Into<String>) -> ConfigErro
     ConfigErrors(vec![ConfigError::new(var, value, message)])
 }
 
-/// Variables whose values are enums or booleans, which are case-insensitive (SPEC §9).
+/// Variables whose values are enums or booleans, which are case-insensitive (SPEC §9); and a
+/// star join's `SIDEJOIN_DIM<N>_FORMAT` and `SIDEJOIN_DEDUP_DIM<N>`.
 const CASELESS: [&str; 13] = [
     "JOIN_TYPE",
     "LEFT_FORMAT",
@@ -36,7 +37,9 @@ const CASELESS: [&str; 13] = [
 /// Whether the environment's value of `var` means the SQL's: the same text, or for enums and
 /// booleans the same text in another case (topics and columns are case-sensitive).
 fn same(var: &str, env: &str, sql: &str) -> bool {
-    let caseless = CASELESS.iter().any(|c| var.ends_with(c));
+    let dim_caseless = var.starts_with("SIDEJOIN_DEDUP_DIM")
+        || (var.starts_with("SIDEJOIN_DIM") && var.ends_with("_FORMAT"));
+    let caseless = dim_caseless || CASELESS.iter().any(|c| var.ends_with(c));
     env.trim() == sql.trim() || (caseless && env.trim().eq_ignore_ascii_case(sql.trim()))
 }
 

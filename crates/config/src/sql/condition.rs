@@ -9,7 +9,7 @@ use super::time::interval_ms;
 use crate::Side;
 
 /// `t.col`, `t.col ± INTERVAL …` → (column, offset in ms).
-fn time_operand(e: &Expr, inputs: &[Input; 2]) -> Result<(ColumnRef, i64)> {
+fn time_operand(e: &Expr, inputs: &[Input]) -> Result<(ColumnRef, i64)> {
     match e {
         Expr::BinaryOp {
             left,
@@ -122,7 +122,7 @@ fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 }
 
 /// Splits the ON (or WHERE) condition into key equalities and one interval condition.
-pub(super) fn condition(e: &Expr, inputs: &[Input; 2]) -> Result<Condition> {
+pub(super) fn condition(e: &Expr, inputs: &[Input]) -> Result<Condition> {
     let mut parts = Vec::new();
     conjuncts(e, &mut parts);
     let mut c = Condition::default();

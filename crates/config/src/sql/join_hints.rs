@@ -1,6 +1,11 @@
 //! What the hints of the query mean: the MRS join options (`OPTIONS('allows.generated-retracts'
-//! …)`, `duplicate.left/right`), `BROADCAST`, `HASH_BY_KEY`, `STATE_TTL`, and Flink's dynamic
-//! table options (`OPTIONS(…)` right after a table name), as settings or extra table options.
+//! …)`, `duplicate.left/right`, `duplicate.<table>`), `BROADCAST`, `HASH_BY_KEY`, `STATE_TTL`,
+//! and Flink's dynamic table options (`OPTIONS(…)` right after a table name), as settings or
+//! extra table options. A star join's `BROADCAST` decides its fact, so `star.rs` reads it.
+//!
+//! `duplicate.left` / `duplicate.right` name the two sides of a two-way join; in a chain of joins
+//! they would be ambiguous and are refused: `duplicate.<table or alias>` names one table, in
+//! either form of join.
 
 use super::ddl::TableOption;
 use super::error::{At, Result, SqlError};
@@ -11,9 +16,8 @@ use super::time;
 use crate::Side;
 
 /// The side a hint argument names (a table or an alias of the join).
-fn side_named(inputs: &[Input; 2], name: &str, hint: &Hint, at: At) -> Result<Side> {
-    Side::BOTH
-        .into_iter()
+fn side_named(inputs: &[Input], name: &str, hint: &Hint, at: At) -> Result<Side> {
+    Side::first(inputs.len())
         .find(|s| inputs[s.index()].is_called(name))
         .ok_or_else(|| {
             SqlError::new(
@@ -29,12 +33,13 @@ fn side_named(inputs: &[Input; 2], name: &str, hint: &Hint, at: At) -> Result<Si
 pub(super) fn apply(
     s: &mut Settings,
     hints: &[Hint],
-    inputs: &[Input; 2],
-    extra: &mut [Vec<TableOption>; 2],
+    inputs: &[Input],
+    extra: &mut [Vec<TableOption>],
 ) -> Result<()> {
     for h in hints {
         match h.name.as_str() {
             "OPTIONS" => options(s, h, inputs, extra)?,
+            "BROADCAST" if inputs.len() > 2 => {}
             "BROADCAST" => broadcast(s, h, inputs)?,
             "HASH_BY_KEY" => hash_by_key(s, h, inputs)?,
             "STATE_TTL" => state_ttl(s, h, inputs)?,
@@ -55,8 +60,8 @@ pub(super) fn apply(
 fn options(
     s: &mut Settings,
     h: &Hint,
-    inputs: &[Input; 2],
-    extra: &mut [Vec<TableOption>; 2],
+    inputs: &[Input],
+    extra: &mut [Vec<TableOption>],
 ) -> Result<()> {
     let text = h.text();
     for (arg, at) in &h.args {
@@ -70,12 +75,14 @@ fn options(
         let v = v.to_ascii_lowercase();
         match k.as_str() {
             "allows.generated-retracts" => s.set("ALLOW_GENERATED_RETRACTS", v, h.at, &text)?,
-            "duplicate.left" => s.set("DEDUP_LEFT", v, h.at, &text)?,
-            "duplicate.right" => s.set("DEDUP_RIGHT", v, h.at, &text)?,
+            k if k.starts_with("duplicate.") => {
+                let side = duplicate_of(h, inputs, &k["duplicate.".len()..], *at)?;
+                s.set(&format!("DEDUP_{}", side.var()), v, h.at, &text)?;
+            }
             _ => {
                 let side = hinted_table(h, inputs)
                     .ok_or_else(|| SqlError::new(*at, &text, format!(
-                        "unknown join option `{k}` (join options: allows.generated-retracts, duplicate.left, duplicate.right); a table's dynamic options must follow the table's name"
+                        "unknown join option `{k}` (join options: allows.generated-retracts, duplicate.left, duplicate.right, duplicate.<table>); a table's dynamic options must follow the table's name"
                     )))?;
                 extra[side.index()].push(TableOption {
                     key: k.clone(),
@@ -88,9 +95,25 @@ fn options(
     Ok(())
 }
 
+/// The input `duplicate.<name>` dedups: `left`/`right` in a two-way join, else the table or
+/// alias `name`.
+fn duplicate_of(h: &Hint, inputs: &[Input], name: &str, at: At) -> Result<Side> {
+    match name {
+        "left" | "right" if inputs.len() == 2 => Ok(Side::named(name).expect("a side name")),
+        "left" | "right" => Err(SqlError::new(
+            at,
+            h.text(),
+            format!(
+                "`duplicate.{name}` is ambiguous in a chain of joins: name the table, 'duplicate.<table or alias>'='true'"
+            ),
+        )),
+        _ => side_named(inputs, name, h, at),
+    }
+}
+
 /// The join's table a hint follows: the word after the comment when the word before it is
 /// `FROM`, `JOIN` or `,` (`JOIN /*+ … */ b`), else the word before it (`b /*+ … */`).
-fn hinted_table(h: &Hint, inputs: &[Input; 2]) -> Option<Side> {
+fn hinted_table(h: &Hint, inputs: &[Input]) -> Option<Side> {
     let joins = |w: &Option<String>| {
         w.as_deref().is_some_and(|w| {
             [",", "JOIN", "FROM"]
@@ -103,15 +126,13 @@ fn hinted_table(h: &Hint, inputs: &[Input; 2]) -> Option<Side> {
     } else {
         &h.before
     };
-    table.as_deref().and_then(|t| {
-        Side::BOTH
-            .into_iter()
-            .find(|s| inputs[s.index()].is_called(t))
-    })
+    table
+        .as_deref()
+        .and_then(|t| Side::first(inputs.len()).find(|s| inputs[s.index()].is_called(t)))
 }
 
 /// `BROADCAST(t)`: the one table to broadcast.
-fn broadcast(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
+fn broadcast(s: &mut Settings, h: &Hint, inputs: &[Input]) -> Result<()> {
     let text = h.text();
     if h.args.len() != 1 {
         return Err(SqlError::new(
@@ -128,7 +149,7 @@ fn broadcast(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
 }
 
 /// `HASH_BY_KEY('t'='col[, col]', …)`: the columns a table is repartitioned by.
-fn hash_by_key(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
+fn hash_by_key(s: &mut Settings, h: &Hint, inputs: &[Input]) -> Result<()> {
     let text = h.text();
     for (arg, at) in &h.args {
         let HintArg::Pair(t, cols) = arg else {
@@ -151,7 +172,7 @@ fn hash_by_key(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
 }
 
 /// `STATE_TTL('t'='duration', …)`: a table's state TTL.
-fn state_ttl(s: &mut Settings, h: &Hint, inputs: &[Input; 2]) -> Result<()> {
+fn state_ttl(s: &mut Settings, h: &Hint, inputs: &[Input]) -> Result<()> {
     let text = h.text();
     for (arg, at) in &h.args {
         let HintArg::Pair(t, d) = arg else {

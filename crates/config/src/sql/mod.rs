@@ -1,7 +1,9 @@
-//! Flink SQL as configuration (SPEC §13, issue 14): a script of `SET`, `CREATE TABLE` (the two
+//! Flink SQL as configuration (SPEC §13, issue 14): a script of `SET`, `CREATE TABLE` (the
 //! inputs and the sink), at most one `CREATE VIEW` and one `INSERT INTO sink SELECT …` (or a bare
-//! `SELECT`, printed as replay prints) becomes the `SIDEJOIN_*` settings it means. `config::load`
-//! then validates those settings exactly as it validates the environment: one path.
+//! `SELECT`, printed as replay prints) becomes the `SIDEJOIN_*` settings it means: a join of two
+//! tables, or a chain of joins read as a star join (SPEC §14: `chain.rs`, `star.rs`).
+//! `config::load` then validates those settings exactly as it validates the environment: one
+//! path.
 //!
 //! Parsing is sqlparser's (Generic dialect): its tokenizer splits the script and keeps comments
 //! with their positions (that is how `/*+ … */` hints are found, `hints.rs`), its parser reads
@@ -9,6 +11,7 @@
 //! module only decides what the statements (collected by `script.rs`) mean and refuses what
 //! sidejoin cannot run.
 
+mod chain;
 mod condition;
 mod ddl;
 mod error;
@@ -19,6 +22,8 @@ mod output;
 mod query;
 mod script;
 mod settings;
+mod star;
+mod star_settings;
 mod time;
 
 pub use error::{At, SqlError};
@@ -38,6 +43,8 @@ pub struct Translation {
     pub settings: Settings,
     /// Accepted constructs that do not do what a Flink user may expect.
     pub warnings: Vec<String>,
+    /// The tables' names and aliases, lower-case, with the input each names (`JoinSpec::aliases`).
+    pub aliases: Vec<(String, Side)>,
 }
 
 /// `SELECT * FROM view`: the view's query, with the hints of both statements.
@@ -91,44 +98,103 @@ pub fn translate(sql: &str) -> std::result::Result<Translation, SqlError> {
     let mut warnings = Vec::new();
     let join = query::find_join(&q.query, &script.tables)?;
     refuse_self_join(&join)?;
+    let inputs = if join.links.is_empty() {
+        two_way(&mut s, &join, &q, &script.tables, &mut warnings)?;
+        join.inputs.clone()
+    } else {
+        star_join(&mut s, &join, &q, &script.tables, &mut warnings)?
+    };
+    Ok(Translation {
+        settings: s,
+        warnings,
+        aliases: aliases(&inputs),
+    })
+}
+
+/// The settings of a join of two tables.
+fn two_way(
+    s: &mut Settings,
+    join: &Join,
+    q: &QueryStmt,
+    tables: &[Table],
+    warnings: &mut Vec<String>,
+) -> Result<()> {
     let cond = condition::condition(
         join.condition.expect("a join has a condition"),
         &join.inputs,
     )?;
-    let select = output::projection(join.select, &join.inputs, &mut warnings)?;
-    let mut extra: [Vec<TableOption>; 2] = Default::default();
-    join_hints::apply(&mut s, &q.hints, &join.inputs, &mut extra)?;
-    let key_fields = sources(&mut s, &join.inputs, extra)?;
-    let sink_names = sink(&mut s, &script.tables, q.sink.as_ref())?;
-    output::settings(&mut s, &join, &cond, &select, sink_names.as_deref())?;
-    options::keyed_sides(&mut s, key_fields)?;
-    Ok(Translation {
-        settings: s,
-        warnings,
-    })
+    let select = output::projection(join.select, &join.inputs, &Side::BOTH, warnings)?;
+    let mut extra = vec![Vec::new(); 2];
+    join_hints::apply(s, &q.hints, &join.inputs, &mut extra)?;
+    let key_fields = sources(s, &join.inputs, extra)?;
+    let sink_names = sink(s, tables, q.sink.as_ref())?;
+    output::settings(s, join, &cond, &select, sink_names.as_deref())?;
+    options::keyed_sides(s, key_fields)
 }
 
-/// Refuses a join of a table with itself.
-fn refuse_self_join(join: &Join) -> Result<()> {
-    if join.inputs[0].table.name == join.inputs[1].table.name {
-        return Err(SqlError::new(
-            join.join_at,
-            &join.inputs[1].table.name,
-            "a self-join is not supported: sidejoin's two sides are two topics",
-        ));
+/// The settings of a chain of joins, read as a star join; returns its inputs in side order.
+fn star_join<'a>(
+    s: &mut Settings,
+    join: &Join<'_, 'a>,
+    q: &QueryStmt,
+    tables: &[Table],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Input<'a>>> {
+    let star = star::star(join, &q.hints)?;
+    let select = output::projection(join.select, &star.inputs, &star.from_order, warnings)?;
+    let mut extra = vec![Vec::new(); star.inputs.len()];
+    join_hints::apply(s, &q.hints, &star.inputs, &mut extra)?;
+    let key_fields = sources(s, &star.inputs, extra)?;
+    let sink_names = sink(s, tables, q.sink.as_ref())?;
+    star_settings::settings(s, join, &star, &select, sink_names.as_deref())?;
+    options::keyed_sides(s, key_fields)?;
+    Ok(star.inputs)
+}
+
+/// Every table's name and alias, lower-case, with its input.
+fn aliases(inputs: &[Input]) -> Vec<(String, Side)> {
+    let mut out = Vec::new();
+    for (side, i) in Side::first(inputs.len()).zip(inputs) {
+        for name in std::iter::once(&i.table.name).chain(i.alias.as_ref()) {
+            let lower = name.to_ascii_lowercase();
+            if !out.iter().any(|(n, _)| *n == lower) {
+                out.push((lower, side));
+            }
+        }
     }
-    Ok(())
+    out
 }
 
-/// The settings of both inputs, with their dynamic table options (`extra`, from OPTIONS hints);
+/// Refuses a join of a table with itself (at the second mention of the table).
+fn refuse_self_join(join: &Join) -> Result<()> {
+    let inputs = &join.inputs;
+    let Some(t) = (1..inputs.len()).find(|t| {
+        inputs[..*t]
+            .iter()
+            .any(|i| i.table.name == inputs[*t].table.name)
+    }) else {
+        return Ok(());
+    };
+    let at = match t {
+        1 => join.join_at,
+        _ => query::at(join.links[t - 1].relation),
+    };
+    Err(SqlError::new(
+        at,
+        &inputs[t].table.name,
+        "a self-join is not supported: sidejoin's inputs are distinct topics",
+    ))
+}
+
+/// The settings of every input, with their dynamic table options (`extra`, from OPTIONS hints);
 /// returns each one's `'key.fields'` option.
 fn sources(
     s: &mut Settings,
-    inputs: &[Input; 2],
-    mut extra: [Vec<TableOption>; 2],
-) -> Result<[Option<TableOption>; 2]> {
-    let mut key_fields: [Option<TableOption>; 2] = Default::default();
-    for side in Side::BOTH {
+    inputs: &[Input],
+    mut extra: Vec<Vec<TableOption>>,
+) -> Result<Vec<Option<TableOption>>> {
+    let mut key_fields = vec![None; inputs.len()];
+    for side in Side::first(inputs.len()) {
         // Dynamic table options replace the WITH options of the same key.
         let mut t = inputs[side.index()].table.clone();
         let dynamic = &mut extra[side.index()];
@@ -167,3 +233,6 @@ fn sink(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod star_tests;

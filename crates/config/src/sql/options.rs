@@ -249,8 +249,8 @@ pub(super) fn source(s: &mut Settings, side: Side, t: &Table) -> Result<Option<T
 /// (Flink's Kafka sink and any producer keying by those fields put equal join keys in one
 /// partition): the side is read as it is, `<SIDE>_HASH_BY=none`, unless a `HASH_BY_KEY` hint
 /// already placed it. Other key fields, or none, leave the placement to the plan (SPEC §6).
-pub(super) fn keyed_sides(s: &mut Settings, key_fields: [Option<TableOption>; 2]) -> Result<()> {
-    for (side, o) in Side::BOTH.into_iter().zip(key_fields) {
+pub(super) fn keyed_sides(s: &mut Settings, key_fields: Vec<Option<TableOption>>) -> Result<()> {
+    for (side, o) in Side::first(key_fields.len()).zip(key_fields) {
         let Some(o) = o else { continue };
         let v = side.var();
         if s.get(&format!("SIDEJOIN_{v}_HASH_BY")).is_some() {

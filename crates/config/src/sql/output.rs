@@ -13,10 +13,12 @@ use crate::Side;
 /// One output column: `(side, input column, output name if given)`.
 pub(super) type Projected = (Side, String, Option<String>);
 
-/// The SELECT list with `*` and `t.*` expanded into the tables' declared physical columns.
+/// The SELECT list with `*` and `t.*` expanded into the tables' declared physical columns;
+/// `from_order` is the side of each table in FROM order, the order `*` lists them in.
 pub(super) fn projection(
     s: &Select,
-    inputs: &[Input; 2],
+    inputs: &[Input],
+    from_order: &[Side],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Projected>> {
     let mut out = Vec::new();
@@ -35,14 +37,14 @@ pub(super) fn projection(
     for item in &s.projection {
         match item {
             SelectItem::Wildcard(_) => {
-                all(Side::Left, &mut out);
-                all(Side::Right, &mut out);
+                for side in from_order {
+                    all(*side, &mut out);
+                }
             }
             SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
                 let q = n.to_string().replace('`', "");
-                let Some(side) = Side::BOTH
-                    .into_iter()
-                    .find(|s| inputs[s.index()].is_called(&q))
+                let Some(side) =
+                    Side::first(inputs.len()).find(|s| inputs[s.index()].is_called(&q))
                 else {
                     return refuse(item, "unknown table or alias");
                 };
@@ -134,7 +136,7 @@ fn watermark_delay(s: &mut Settings, delays: &[Delay]) -> Result<()> {
 
 /// `SELECT`: the list as `l.col [AS name]` items, named after the sink's columns when it has
 /// them (an INSERT maps by position, so the counts must agree).
-fn select_list(
+pub(super) fn select_list(
     s: &mut Settings,
     join: &Join,
     select: &[Projected],
@@ -158,7 +160,7 @@ fn select_list(
         .iter()
         .enumerate()
         .map(|(i, (side, col, alias))| {
-            let p = if *side == Side::Left { "l" } else { "r" };
+            let p = side_prefix(*side);
             match output_names.map(|n| &n[i]).or(alias.as_ref()) {
                 Some(name) => format!("{p}.{col} AS {name}"),
                 None => format!("{p}.{col}"),
@@ -167,4 +169,13 @@ fn select_list(
         .collect();
     s.set("SELECT", items.join(", "), at(join.select), "SELECT list")?;
     Ok(())
+}
+
+/// How `SIDEJOIN_SELECT` and `SIDEJOIN_DIM<N>_ON` qualify a column of `side`: `l`, `r`, `dim2`…
+pub(super) fn side_prefix(side: Side) -> String {
+    match side.index() {
+        0 => "l".to_owned(),
+        1 => "r".to_owned(),
+        _ => side.name().to_owned(),
+    }
 }

@@ -1,6 +1,7 @@
 //! The one `SELECT … FROM a JOIN b ON …` (or `FROM a, b WHERE …`) of a script: its two tables
-//! and aliases, join type, key equalities, interval condition and SELECT list, as settings.
-//! Everything else a query can hold is refused, quoting the construct and its position.
+//! and aliases, join type, key equalities, interval condition and SELECT list, as settings; or a
+//! chain `FROM a JOIN b ON … JOIN c ON …` (a star join, read by `chain.rs`). Everything else a
+//! query can hold is refused, quoting the construct and its position.
 
 use sqlparser::ast::{
     Expr, GroupByExpr, JoinConstraint, JoinOperator, Query, Select, SetExpr, Spanned, TableFactor,
@@ -27,13 +28,24 @@ impl Input<'_> {
     }
 }
 
-/// The join found in a query: both inputs, the type and the condition, and the SELECT list.
+/// The join found in a query: its inputs (in FROM order), the type and the condition of its
+/// first join, the SELECT list, and each join of a chain.
 pub(super) struct Join<'q, 'a> {
-    pub inputs: [Input<'a>; 2],
+    pub inputs: Vec<Input<'a>>,
     pub join_type: &'static str,
     pub join_at: At,
     pub condition: Option<&'q Expr>,
     pub select: &'q Select,
+    /// Every `[type] JOIN t ON …` of a chain of three tables or more (link `k` joins
+    /// `inputs[k + 1]`); empty for a join of two tables.
+    pub links: Vec<Link<'q>>,
+}
+
+/// One `[type] JOIN t ON <condition>` of a chain.
+pub(super) struct Link<'q> {
+    pub kind: &'static str,
+    pub relation: &'q TableFactor,
+    pub condition: &'q Expr,
 }
 
 pub(super) fn at(node: &impl Spanned) -> At {
@@ -150,7 +162,7 @@ fn refuse_group_by(s: &Select) -> Result<()> {
 }
 
 /// The table of a FROM item, with its alias.
-fn input<'a>(f: &TableFactor, tables: &'a [Table]) -> Result<Input<'a>> {
+pub(super) fn input<'a>(f: &TableFactor, tables: &'a [Table]) -> Result<Input<'a>> {
     let TableFactor::Table {
         name,
         alias,
@@ -185,7 +197,7 @@ fn input<'a>(f: &TableFactor, tables: &'a [Table]) -> Result<Input<'a>> {
     })
 }
 
-fn join_type(op: &JoinOperator) -> Option<(&'static str, Option<&JoinConstraint>)> {
+pub(super) fn join_type(op: &JoinOperator) -> Option<(&'static str, Option<&JoinConstraint>)> {
     use JoinOperator as J;
     Some(match op {
         J::Join(c) | J::Inner(c) => ("inner", Some(c)),
@@ -196,31 +208,25 @@ fn join_type(op: &JoinOperator) -> Option<(&'static str, Option<&JoinConstraint>
     })
 }
 
-/// Finds the join: `FROM a [type] JOIN b ON …` or `FROM a, b WHERE …`.
+/// Finds the join: `FROM a [type] JOIN b ON …`, `FROM a, b WHERE …`, or a chain
+/// `FROM a JOIN b ON … JOIN c ON …`.
 pub(super) fn find_join<'q, 'a>(q: &'q Query, tables: &'a [Table]) -> Result<Join<'q, 'a>> {
     let s = plain_select(q)?;
-    refuse_second_join(&s.from)?;
     match s.from.as_slice() {
         [twj] if twj.joins.len() == 1 => join_on(s, twj, tables),
+        [twj] if twj.joins.len() > 1 => super::chain::chain(s, twj, tables),
         [a, b] if a.joins.is_empty() && b.joins.is_empty() => comma_join(s, a, b, tables),
-        [one] if one.joins.is_empty() => refuse(&one.relation, "expected a join of two tables"),
-        [_, _, third, ..] => refuse(
+        [one] => refuse(&one.relation, "expected a join of two tables"),
+        [_, _, third, ..] if s.from.iter().all(|t| t.joins.is_empty()) => refuse(
             &third.relation,
-            "a second join is not supported: sidejoin joins exactly two tables",
+            "FROM a, b, c is not supported: write a chain of joins as FROM a JOIN b ON … JOIN c ON …",
+        ),
+        [_, second, ..] => refuse(
+            &second.relation,
+            "expected one FROM item: FROM a JOIN b ON … [JOIN c ON …] (or FROM a, b WHERE …)",
         ),
         _ => refuse(s, "expected FROM a JOIN b ON …"),
     }
-}
-
-/// Refuses a second `JOIN` anywhere in FROM, at that join's table.
-fn refuse_second_join(from: &[TableWithJoins]) -> Result<()> {
-    if let Some(extra) = from.iter().flat_map(|t| t.joins.iter()).nth(1) {
-        return refuse(
-            &extra.relation,
-            "a second join is not supported: sidejoin joins exactly two tables",
-        );
-    }
-    Ok(())
 }
 
 /// `FROM a [type] JOIN b ON <condition>` (with no WHERE).
@@ -242,22 +248,29 @@ fn join_on<'q, 'a>(
             "unsupported join kind (INNER, LEFT, RIGHT and FULL [OUTER] JOIN are)",
         );
     };
-    let condition = match constraint {
-        Some(JoinConstraint::On(e)) => e,
-        _ => {
-            return refuse(
-                &j.relation,
-                "expected ON <equalities> (USING, NATURAL and CROSS joins are not supported)",
-            )
-        }
-    };
+    let condition = on_condition(&j.relation, constraint)?;
     Ok(Join {
-        inputs: [input(&twj.relation, tables)?, input(&j.relation, tables)?],
+        inputs: vec![input(&twj.relation, tables)?, input(&j.relation, tables)?],
         join_type: kind,
         join_at: at(&j.relation),
         condition: Some(condition),
         select: s,
+        links: Vec::new(),
     })
+}
+
+/// The `ON` condition of the join of `relation`.
+pub(super) fn on_condition<'q>(
+    relation: &TableFactor,
+    constraint: Option<&'q JoinConstraint>,
+) -> Result<&'q Expr> {
+    match constraint {
+        Some(JoinConstraint::On(e)) => Ok(e),
+        _ => refuse(
+            relation,
+            "expected ON <equalities> (USING, NATURAL and CROSS joins are not supported)",
+        ),
+    }
 }
 
 /// `FROM a, b WHERE <condition>`: an inner join.
@@ -274,24 +287,26 @@ fn comma_join<'q, 'a>(
         );
     };
     Ok(Join {
-        inputs: [input(&a.relation, tables)?, input(&b.relation, tables)?],
+        inputs: vec![input(&a.relation, tables)?, input(&b.relation, tables)?],
         join_type: "inner",
         join_at: at(&b.relation),
         condition: Some(w),
         select: s,
+        links: Vec::new(),
     })
 }
 
-/// A column reference resolved to its side.
+/// A column reference resolved to its input: `side` is the input's position in the slice it was
+/// resolved against.
 #[derive(Debug, Clone)]
 pub(super) struct ColumnRef {
     pub side: Side,
     pub column: String,
 }
 
-/// Resolves `t.col` or `col` against the two inputs; an unqualified name both tables have is
-/// ambiguous (as in Flink).
-pub(super) fn column(e: &Expr, inputs: &[Input; 2]) -> Result<ColumnRef> {
+/// Resolves `t.col` or `col` against `inputs`; an unqualified name two tables have is ambiguous
+/// (as in Flink).
+pub(super) fn column(e: &Expr, inputs: &[Input]) -> Result<ColumnRef> {
     let (qualifier, name) = match e {
         Expr::Identifier(i) => (None, i.value.clone()),
         Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
@@ -300,37 +315,25 @@ pub(super) fn column(e: &Expr, inputs: &[Input; 2]) -> Result<ColumnRef> {
         Expr::Nested(inner) => return column(inner, inputs),
         _ => return refuse(e, "expected a column (`t.col` or `col`); expressions and functions are not supported here"),
     };
-    let sides: Vec<Side> = Side::BOTH
-        .into_iter()
-        .filter(|s| {
-            let i = &inputs[s.index()];
-            qualifier.as_deref().is_none_or(|q| i.is_called(q))
-        })
+    let named: Vec<usize> = (0..inputs.len())
+        .filter(|i| qualifier.as_deref().is_none_or(|q| inputs[*i].is_called(q)))
         .collect();
-    if sides.is_empty() {
+    if named.is_empty() {
         return refuse(
             e,
             "unknown table or alias (the join's tables are the ones after FROM and JOIN)",
         );
     }
-    let having: Vec<Side> = sides
+    let having: Vec<usize> = named
         .into_iter()
-        .filter(|s| inputs[s.index()].table.has_column(&name))
+        .filter(|i| inputs[*i].table.has_column(&name))
         .collect();
-    let side = match having.as_slice() {
-        [s] => *s,
+    let index = match having.as_slice() {
+        [i] => *i,
         [] => return refuse(e, "unknown column: no table of the join declares it"),
-        _ => {
-            return refuse(
-                e,
-                &format!(
-                "ambiguous column: both {} and {} have `{name}`; qualify it (as Flink requires)",
-                inputs[0].table.name, inputs[1].table.name
-            ),
-            )
-        }
+        many => return ambiguous(e, inputs, many, &name),
     };
-    let declared = inputs[side.index()]
+    let declared = inputs[index]
         .table
         .columns
         .iter()
@@ -342,5 +345,26 @@ pub(super) fn column(e: &Expr, inputs: &[Input; 2]) -> Result<ColumnRef> {
             "a PROCTIME() column is not materialised by sidejoin and cannot be used",
         );
     }
-    Ok(ColumnRef { side, column: name })
+    Ok(ColumnRef {
+        side: Side::at(index).expect("at most MAX_SOURCES inputs"),
+        column: name,
+    })
+}
+
+/// Refuses an unqualified column that the tables `having` (two or more) all declare.
+fn ambiguous<T>(e: &Expr, inputs: &[Input], having: &[usize], name: &str) -> Result<T> {
+    let names: Vec<&str> = having
+        .iter()
+        .map(|i| inputs[*i].table.name.as_str())
+        .collect();
+    let why = match names.as_slice() {
+        [a, b] => format!(
+            "ambiguous column: both {a} and {b} have `{name}`; qualify it (as Flink requires)"
+        ),
+        _ => format!(
+            "ambiguous column: {} all have `{name}`; qualify it (as Flink requires)",
+            names.join(", ")
+        ),
+    };
+    refuse(e, &why)
 }
