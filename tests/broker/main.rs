@@ -24,6 +24,7 @@ mod kafka_repartition_kills;
 mod kafka_security;
 mod kafka_shutdown;
 mod kafka_sql;
+mod kafka_star;
 mod kafka_startup;
 mod kafka_static_membership;
 mod kafka_watchdog;
