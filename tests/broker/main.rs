@@ -25,6 +25,7 @@ mod kafka_security;
 mod kafka_shutdown;
 mod kafka_sql;
 mod kafka_star;
+mod kafka_star_placed;
 mod kafka_startup;
 mod kafka_static_membership;
 mod kafka_watchdog;
