@@ -256,8 +256,8 @@ fn derive_row(
     namespace: &str,
     shutdown: &CancellationToken,
 ) -> Result<Option<Value>, AvroSetupError> {
-    let mut inputs: [Option<Value>; 2] = [None, None];
-    for side in Side::BOTH {
+    let mut inputs: Vec<Option<Value>> = config.join.inputs().map(|_| None).collect();
+    for side in config.join.inputs() {
         if !config.join.side(side).format.is_avro() {
             continue;
         }

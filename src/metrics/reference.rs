@@ -28,7 +28,7 @@ Labels stay low-cardinality, never keys or offsets:
 
 | label | values |
 |---|---|
-| `side` | `left`, `right` |
+| `side` | `left`, `right`; a star join also `dim2` … `dim7` (its further dimensions) |
 | `op` | `+I`, `-U`, `+U`, `-D`: changes by kind, counted before the output mode folds them |
 | `reason` of `sidejoin_input_dropped_total` | `tombstone`, `unknown_key`, `not_in_state`, `identical_update`, `parse_error` (csv with `csv.ignore-parse-errors`) |
 | `reason` of `sidejoin_unmatched_emitted_total` | `watermark`, `late`, `max_wait` |
