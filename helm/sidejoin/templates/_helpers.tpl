@@ -176,6 +176,28 @@ The SIDEJOIN_* variables with plain values, as a dict NAME -> value (unset value
   (list "SIDEJOIN_STATE_WRITE_BUFFER_MB" $s.writeBufferMb)
   (list "SIDEJOIN_STATE_CACHE_MB" $s.cacheMb)
 }}
+{{- /* Star joins: join.dimensions[0] is dim2, [1] dim3, … up to dim7 (values.schema.json: maxItems 6). */}}
+{{- $dims := $j.dimensions | default list }}
+{{- if gt (len $dims) 6 }}
+{{- fail (printf "join.dimensions: %d dimensions, at most 6 (dim2 … dim7; join.right is the first)" (len $dims)) }}
+{{- end }}
+{{- range $i, $d := $dims }}
+{{- $n := add $i 2 }}
+{{- /* A bare on: key is the boolean true to Helm's YAML 1.1 parser: taken as on. */}}
+{{- $on := $d.on }}
+{{- if not (include "sidejoin.isSet" $on) }}{{ $on = index $d "true" }}{{ end }}
+{{- $pairs = concat $pairs (list
+  (list (printf "SIDEJOIN_DIM%d_TOPIC" $n) $d.topic)
+  (list (printf "SIDEJOIN_DIM%d_KEY" $n) $d.key)
+  (list (printf "SIDEJOIN_DIM%d_ON" $n) $on)
+  (list (printf "SIDEJOIN_DIM%d_JOIN_TYPE" $n) $d.joinType)
+  (list (printf "SIDEJOIN_DIM%d_PRIMARY_KEY" $n) $d.primaryKey)
+  (list (printf "SIDEJOIN_DIM%d_FORMAT" $n) $d.format)
+  (list (printf "SIDEJOIN_DEDUP_DIM%d" $n) $d.dedup)
+  (list (printf "SIDEJOIN_DIM%d_STATE_TTL" $n) $d.stateTtl)
+  (list (printf "SIDEJOIN_DIM%d_HASH_BY" $n) $d.hashBy)
+) }}
+{{- end }}
 {{- $env := dict "SIDEJOIN_HTTP_ADDR" (printf "0.0.0.0:%v" $v.metrics.port) "SIDEJOIN_STATE_DIR" "/var/lib/sidejoin/state" }}
 {{- if and (include "sidejoin.isSet" $k.sasl.username) (not $k.sasl.usernameSecret.name) }}
 {{- $_ := set $env "SIDEJOIN_KAFKA_SASL_USERNAME" $k.sasl.username }}
