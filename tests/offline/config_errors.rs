@@ -381,34 +381,3 @@ fn every_problem_is_reported_together() {
         ],
     );
 }
-
-/// A star join's settings-only refusals (SPEC §14) are reported together, each naming its
-/// variable, before any connection (exit 2).
-#[test]
-fn star_join_refusals_name_their_variables() {
-    let e = config_error(
-        "check",
-        &[
-            ("SIDEJOIN_LEFT_KEY", "k"),
-            ("SIDEJOIN_RIGHT_KEY", "k"),
-            ("SIDEJOIN_JOIN_TYPE", "right"),
-            ("SIDEJOIN_DIM2_KEY", "id"),
-            ("SIDEJOIN_DIM2_ON", "l.other"),
-            ("SIDEJOIN_DIM3_KEY", "id"),
-            ("SIDEJOIN_DIM3_ON", "dim3.x"),
-            ("SIDEJOIN_DIM5_KEY", "id"),
-            ("SIDEJOIN_BROADCAST", "dim3"),
-        ],
-        false,
-    );
-    assert_names(
-        &e,
-        &[
-            "SIDEJOIN_DIM5_KEY: dimensions are numbered without gaps: dim5 needs dim4",
-            "SIDEJOIN_JOIN_TYPE=\"right\": a star join keeps the fact's (left) rows only",
-            "SIDEJOIN_DIM2_ON=\"l.other\": dim2 is not broadcast, so it must be co-partitioned with the fact",
-            "SIDEJOIN_DIM3_ON=\"dim3.x\": reads dim3, which is dim3 itself or joined after it",
-            "4 problems",
-        ],
-    );
-}

@@ -16,4 +16,6 @@ mod secrets;
 mod sql_check;
 mod sql_errors;
 mod sql_placement;
+mod star_errors;
 mod star_props;
+mod star_replay;

@@ -19,7 +19,7 @@ pub(crate) fn load(
     config::load(env, mode).map_err(|e| e.to_string())
 }
 
-fn error_of(sql: &str) -> String {
+pub(crate) fn error_of(sql: &str) -> String {
     match load(sql, &[], Mode::Replay) {
         Ok(_) => panic!("accepted:\n{sql}"),
         Err(e) => e,
@@ -27,7 +27,7 @@ fn error_of(sql: &str) -> String {
 }
 
 /// The query on line 3 is refused at `column`, quoting `construct`, saying `why`.
-fn refused(query: &str, column: u64, construct: &str, why: &str) {
+pub(crate) fn refused(query: &str, column: u64, construct: &str, why: &str) {
     let e = error_of(&format!("{TABLES}{query}"));
     let at = format!("line 3, column {column}: `{construct}`");
     assert!(e.contains(&at), "expected {at:?} in:\n{e}");
@@ -35,52 +35,6 @@ fn refused(query: &str, column: u64, construct: &str, why: &str) {
     assert!(
         e.contains("SIDEJOIN_SQL"),
         "the error names the variable:\n{e}"
-    );
-}
-
-/// A chain of joins is a star join (SPEC §14) now; its third table must be declared like any.
-#[test]
-fn a_second_join_of_an_undeclared_table() {
-    refused(
-        "SELECT a.v FROM a JOIN b ON a.id = b.id JOIN c ON a.id = c.id",
-        46,
-        "c",
-        "unknown table: declare it with CREATE TABLE first",
-    );
-}
-
-/// A third table `c` (line 3) and the chain's query on line 4.
-fn chain_refused(query: &str, column: u64, construct: &str, why: &str) {
-    let c = "CREATE TABLE c (cid INT, x STRING) WITH ('connector' = 'kafka', 'topic' = 'c', 'format' = 'json');\n";
-    let e = error_of(&format!("{TABLES}{c}{query}"));
-    let at = format!("line 4, column {column}: `{construct}`");
-    assert!(e.contains(&at), "expected {at:?} in:\n{e}");
-    assert!(e.contains(why), "expected {why:?} in:\n{e}");
-    assert!(
-        e.contains("SIDEJOIN_SQL"),
-        "the error names the variable:\n{e}"
-    );
-}
-
-#[test]
-fn star_joins_that_would_preserve_a_dimension() {
-    chain_refused(
-        "SELECT /*+ BROADCAST(a, c) */ a.v FROM a LEFT JOIN b ON a.id = b.id JOIN c ON a.id = c.cid",
-        52,
-        "b",
-        "the preserved side of a LEFT join in a star join must be the fact",
-    );
-    chain_refused(
-        "SELECT a.v FROM a JOIN b ON a.id = b.id FULL JOIN c ON a.id = c.cid",
-        51,
-        "c",
-        "a FULL JOIN in a chain of joins would preserve a dimension's rows",
-    );
-    chain_refused(
-        "SELECT a.v FROM a JOIN b ON a.id = b.id JOIN c ON b.w = c.x",
-        51,
-        "b.w = c.x",
-        "`c` is not broadcast, so it is co-partitioned with the fact `a`",
     );
 }
 

@@ -22,6 +22,7 @@ pub mod sql;
 mod sql_source;
 mod star;
 mod star_checks;
+mod star_spec;
 mod types;
 mod values;
 
@@ -31,6 +32,7 @@ pub use output::{key_uniqueness, update_sources};
 pub use raw::known_vars;
 pub use secrets::is_secret_var;
 pub use side::{Side, MAX_SOURCES};
+pub use star_spec::DimensionSpec;
 pub use types::*;
 
 use error::Problems;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::select::SelectItem;
-use crate::{HashBy, Side};
+use crate::{DimensionSpec, HashBy, Side};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinType {
@@ -193,23 +193,6 @@ pub struct JoinSpec {
     pub aliases: Vec<(String, Side)>,
 }
 
-/// One further dimension of a star join (SPEC §14): `… [LEFT] JOIN <source> ON
-/// <on>.<lookup> = <source>.<key>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DimensionSpec {
-    /// The dimension's own settings; `source.side` is its position (`dim2`…) and `source.key`
-    /// its join columns.
-    pub source: SideSpec,
-    /// `Inner` or `Left` (the fact's rows are preserved).
-    pub join_type: JoinType,
-    /// The input whose columns the lookup reads: the fact or an earlier dimension.
-    pub on: Side,
-    /// Those columns, one per column of `source.key`, in its order.
-    pub lookup: Vec<String>,
-    /// Every task reads all of it (else it is co-partitioned with the fact).
-    pub broadcast: bool,
-}
-
 impl JoinSpec {
     pub fn side(&self, side: Side) -> &SideSpec {
         match side.index() {
@@ -217,36 +200,6 @@ impl JoinSpec {
             1 => &self.right,
             n => &self.dimensions[n - 2].source,
         }
-    }
-
-    /// A star join: more than one dimension (SPEC §14).
-    pub fn is_star(&self) -> bool {
-        !self.dimensions.is_empty()
-    }
-
-    /// Every input's position, in order: left (fact), right, then the further dimensions.
-    pub fn inputs(&self) -> impl Iterator<Item = Side> {
-        Side::first(2 + self.dimensions.len())
-    }
-
-    /// Every input, in order: left (fact), right, then the further dimensions.
-    pub fn sources(&self) -> impl Iterator<Item = &SideSpec> {
-        [&self.left, &self.right]
-            .into_iter()
-            .chain(self.dimensions.iter().map(|d| &d.source))
-    }
-
-    /// The input named `name`: its own name (`left`, `dim2`…) or an alias, ignoring case.
-    pub fn source_named(&self, name: &str) -> Option<Side> {
-        let lower = name.to_ascii_lowercase();
-        Side::named(&lower)
-            .filter(|s| s.index() < 2 + self.dimensions.len())
-            .or_else(|| {
-                self.aliases
-                    .iter()
-                    .find(|(a, _)| *a == lower)
-                    .map(|(_, s)| *s)
-            })
     }
 
     /// The input topic of `side` (empty in replay, which reads no topic).

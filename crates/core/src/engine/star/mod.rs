@@ -95,6 +95,13 @@ impl StarJoin {
             let mut emit = Emit::new(out);
             apply(&mut t, &self.plan, input.side, step, &mut emit)?;
         }
+        // Joined rows emitted: chained rows added with a row of some dimension in them.
+        self.stats.matches += out[from..]
+            .iter()
+            .filter(|c| {
+                c.kind.is_accumulate() && (c.right.is_some() || c.more.iter().any(Option::is_some))
+            })
+            .count() as u64;
         if !self.allow_generated_retracts {
             super::filter::drop_generated(out, from, &mut self.stats);
         }
