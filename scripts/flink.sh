@@ -12,8 +12,8 @@
 #       one is retried; concurrent fetches are serialised with flock.
 #
 #   scripts/flink.sh build
-#       fetch, then compile scripts/flink/SidejoinFlinkJoin.java with javac -cp "lib/*"
-#       into <cache>/classes/<hash of the source>/ (reused while the source is
+#       fetch, then compile every scripts/flink/*.java with javac -cp "lib/*"
+#       into <cache>/classes/<hash of the sources>/ (reused while the sources are
 #       unchanged). Prints that directory.
 #
 #   scripts/flink.sh run LOG4J_PROPERTIES [JOB ARGS...]
@@ -109,16 +109,17 @@ cmd_fetch() {
 
 cmd_build() {
   cmd_fetch
-  local src="${SRC_DIR}/${JOB_CLASS}.java" hash out
-  [[ -f "$src" ]] || die "missing ${src}"
-  hash="$(sha256sum "$src" | cut -c1-16)"
+  local srcs=("${SRC_DIR}"/*.java) hash out
+  [[ -f "${SRC_DIR}/${JOB_CLASS}.java" ]] || die "missing ${SRC_DIR}/${JOB_CLASS}.java"
+  # The names and contents of the sources, not where the checkout is.
+  hash="$(cd "$SRC_DIR" && sha256sum -- *.java | sha256sum | cut -c1-16)"
   out="${VERSION_DIR}/classes/${hash}"
   if [[ ! -f "${out}/${JOB_CLASS}.class" ]]; then
     command -v "$JAVAC" >/dev/null 2>&1 || die "javac not found (a JDK 17+ is needed)"
     rm -rf "${out}.partial"
     mkdir -p "${out}.partial"
-    "$JAVAC" -nowarn -encoding UTF-8 -cp "${LIB_DIR}/*" -d "${out}.partial" "$src" >&2 ||
-      die "javac ${src} failed"
+    "$JAVAC" -nowarn -encoding UTF-8 -cp "${LIB_DIR}/*" -d "${out}.partial" "${srcs[@]}" >&2 ||
+      die "javac ${srcs[*]} failed"
     rm -rf "$out"
     mv "${out}.partial" "$out"
   fi
