@@ -18,36 +18,20 @@ use rdkafka::ClientConfig;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let records: Box<dyn Iterator<Item = Record>>;
-    let (bootstrap, n) = match &args[1..] {
-        [star, bootstrap, fact, dim1, dim2, n, keys, dims] if star == "star" => {
+    let (bootstrap, n, records): (&String, u64, Box<dyn Iterator<Item = Record>>) = match &args[1..]
+    {
+        [command, bootstrap, fact, dim1, dim2, n, keys, dims] if command == "star" => {
             let (n, keys, dims) = (number(n), number(keys), number(dims));
-            let (fact, dim1, dim2) = (fact.clone(), dim1.clone(), dim2.clone());
-            let total = n + 2 * dims;
-            let t0 = start_ms(total);
-            records = Box::new((0..total).map(move |i| {
-                let t = t0 + i as i64;
-                if i < dims {
-                    (dim1.clone(), dim1_record(i, dims, t))
-                } else if i < 2 * dims {
-                    (dim2.clone(), dim2_record(i - dims, t))
-                } else {
-                    (fact.clone(), fact_record(i - 2 * dims, keys, dims, t))
-                }
-            }));
-            (bootstrap, total)
+            let topics = [fact.clone(), dim1.clone(), dim2.clone()];
+            (bootstrap, n + 2 * dims, star(topics, n, keys, dims))
         }
         [bootstrap, left, right, n, keys] => {
             let (n, keys) = (number(n), number(keys));
-            let (left, right) = (left.clone(), right.clone());
-            let t0 = start_ms(n);
-            records = Box::new((0..n).map(move |i| {
-                let (left_side, id, value) = record_for(i, keys, t0);
-                let topic = if left_side { &left } else { &right };
-                let key = format!("{{\"id\":{id}}}");
-                (topic.clone(), (key, value, t0 + i as i64))
-            }));
-            (bootstrap, n)
+            (
+                bootstrap,
+                n,
+                two_way([left.clone(), right.clone()], n, keys),
+            )
         }
         _ => {
             eprintln!(
@@ -57,6 +41,48 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let started = Instant::now();
+    produce(bootstrap, records);
+    eprintln!(
+        "produced {n} records in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The two-way workload's `n` records over `keys` keys, alternating between `left` and `right`.
+fn two_way([left, right]: [String; 2], n: u64, keys: u64) -> Box<dyn Iterator<Item = Record>> {
+    let t0 = start_ms(n);
+    Box::new((0..n).map(move |i| {
+        let (left_side, id, value) = record_for(i, keys, t0);
+        let topic = if left_side { &left } else { &right };
+        let key = format!("{{\"id\":{id}}}");
+        (topic.clone(), (key, value, t0 + i as i64))
+    }))
+}
+
+/// The star workload: both dimensions' `dims` rows, then `n` fact rows over `keys` ids.
+fn star(
+    [fact, dim1, dim2]: [String; 3],
+    n: u64,
+    keys: u64,
+    dims: u64,
+) -> Box<dyn Iterator<Item = Record>> {
+    let total = n + 2 * dims;
+    let t0 = start_ms(total);
+    Box::new((0..total).map(move |i| {
+        let t = t0 + i as i64;
+        if i < dims {
+            (dim1.clone(), dim1_record(i, dims, t))
+        } else if i < 2 * dims {
+            (dim2.clone(), dim2_record(i - dims, t))
+        } else {
+            (fact.clone(), fact_record(i - 2 * dims, keys, dims, t))
+        }
+    }))
+}
+
+/// Writes `records` and waits until every one is acknowledged.
+fn produce(bootstrap: &str, records: impl Iterator<Item = Record>) {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "20")
@@ -65,15 +91,13 @@ fn main() {
         .set("queue.buffering.max.messages", "1000000")
         .create()
         .expect("producer");
-    let started = Instant::now();
     let mut pending = Vec::with_capacity(100_000);
     for (topic, (key, value, timestamp)) in records {
         let record = FutureRecord::to(topic.as_str())
             .key(&key)
             .payload(&value)
             .timestamp(timestamp);
-        let delivery = send(&producer, record);
-        pending.push(delivery);
+        pending.push(send(&producer, record));
         if pending.len() == 100_000 {
             for r in futures::executor::block_on(futures::future::join_all(pending.drain(..))) {
                 r.expect("delivery").expect("delivered");
@@ -83,10 +107,6 @@ fn main() {
     for r in futures::executor::block_on(futures::future::join_all(pending)) {
         r.expect("delivery").expect("delivered");
     }
-    eprintln!(
-        "produced {n} records in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
 }
 
 /// A record to write: its topic, and its key, value and timestamp.
