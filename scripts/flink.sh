@@ -12,18 +12,20 @@
 #       one is retried; concurrent fetches are serialised with flock.
 #
 #   scripts/flink.sh build
-#       fetch, then compile every scripts/flink/*.java with javac -cp "lib/*"
-#       into <cache>/classes/<hash of the sources>/ (reused while the sources are
-#       unchanged). Prints that directory.
+#       fetch, then compile every scripts/flink/*.java with javac -cp "lib/*" into
+#       <cache>/classes/<hash of all the sources>/ (reused while no source changes).
+#       Prints that directory.
 #
 #   scripts/flink.sh run LOG4J_PROPERTIES [JOB ARGS...]
 #       build, then exec the job's JVM in the foreground (one JVM, a local
-#       MiniCluster): java $FLINK_JVM_OPTS -cp classes:lib/* SidejoinFlinkJoin ARGS.
+#       MiniCluster): java $FLINK_JVM_OPTS -cp classes:lib/* $FLINK_JOB_CLASS ARGS.
 #       The exec keeps the pid: the caller's $! is the JVM. JOB ARGS are key=value
-#       pairs, see scripts/flink/SidejoinFlinkJoin.java (or scripts/flink/README.md).
+#       pairs, see scripts/flink/<job class>.java (or scripts/flink/README.md).
 #
 # ENVIRONMENT
 #   SIDEJOIN_FLINK_HOME  cache root (default $HOME/.cache/sidejoin-flink)
+#   FLINK_JOB_CLASS      the job run starts: SidejoinFlinkJoin (default, the two-way join)
+#                        or SidejoinFlinkStar (the star join)
 #   FLINK_JVM_OPTS       JVM flags for run (default "-Xms512m -Xmx2g -XX:+UseG1GC")
 #   FLINK_TMPDIR         java.io.tmpdir of the job (Flink's io.tmp.dirs, RocksDB's local
 #                        directories, the RPC jar and web upload dirs go there; default: the JVM's)
@@ -39,7 +41,7 @@ readonly LIB_DIR="${VERSION_DIR}/lib"
 readonly MARKER="${VERSION_DIR}/.fetch-complete"
 SRC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/flink"
 readonly SRC_DIR
-readonly JOB_CLASS="SidejoinFlinkJoin"
+readonly JOB_CLASS="${FLINK_JOB_CLASS:-SidejoinFlinkJoin}"
 
 if [[ -n "${JAVA_HOME:-}" && -x "${JAVA_HOME}/bin/java" ]]; then
   JAVA="${JAVA_HOME}/bin/java"
@@ -109,17 +111,18 @@ cmd_fetch() {
 
 cmd_build() {
   cmd_fetch
-  local srcs=("${SRC_DIR}"/*.java) hash out
-  [[ -f "${SRC_DIR}/${JOB_CLASS}.java" ]] || die "missing ${SRC_DIR}/${JOB_CLASS}.java"
-  # The names and contents of the sources, not where the checkout is.
-  hash="$(cd "$SRC_DIR" && sha256sum -- *.java | sha256sum | cut -c1-16)"
+  local sources=() hash out
+  mapfile -t sources < <(find "$SRC_DIR" -maxdepth 1 -name '*.java' | LC_ALL=C sort)
+  ((${#sources[@]} > 0)) || die "no .java file in ${SRC_DIR}"
+  # One directory per set of sources: the hash covers every file's name and content.
+  hash="$(cd "$SRC_DIR" && sha256sum "${sources[@]##*/}" | sha256sum | cut -c1-16)"
   out="${VERSION_DIR}/classes/${hash}"
-  if [[ ! -f "${out}/${JOB_CLASS}.class" ]]; then
+  if [[ ! -d "$out" ]]; then
     command -v "$JAVAC" >/dev/null 2>&1 || die "javac not found (a JDK 17+ is needed)"
     rm -rf "${out}.partial"
     mkdir -p "${out}.partial"
-    "$JAVAC" -nowarn -encoding UTF-8 -cp "${LIB_DIR}/*" -d "${out}.partial" "${srcs[@]}" >&2 ||
-      die "javac ${srcs[*]} failed"
+    "$JAVAC" -nowarn -encoding UTF-8 -cp "${LIB_DIR}/*" -d "${out}.partial" "${sources[@]}" >&2 ||
+      die "javac ${sources[*]} failed"
     rm -rf "$out"
     mv "${out}.partial" "$out"
   fi
@@ -131,6 +134,7 @@ cmd_run() {
   local log4j="$1" classes jvm_opts=()
   shift
   classes="$(cmd_build)"
+  [[ -f "${classes}/${JOB_CLASS}.class" ]] || die "no job class ${JOB_CLASS} in ${SRC_DIR} (FLINK_JOB_CLASS)"
   read -r -a jvm_opts <<<"${FLINK_JVM_OPTS:--Xms512m -Xmx2g -XX:+UseG1GC}"
   if [[ -n "${FLINK_TMPDIR:-}" ]]; then
     mkdir -p "$FLINK_TMPDIR"
