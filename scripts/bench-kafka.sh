@@ -99,12 +99,12 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sidejoin-target}"
-cargo build --release --quiet --bin sidejoin --example bench_produce --example topic_span
+cargo build --release --quiet --bin sidejoin --example bench_produce --example topic_span --example state_size
 # Copies: the target dir is shared, and a build of another checkout can replace release/sidejoin
 # while the bench runs.
 mkdir -p "$dir/bin"
 cp "$CARGO_TARGET_DIR/release/sidejoin" "$CARGO_TARGET_DIR/release/examples/bench_produce" \
-  "$CARGO_TARGET_DIR/release/examples/topic_span" "$dir/bin/"
+  "$CARGO_TARGET_DIR/release/examples/topic_span" "$CARGO_TARGET_DIR/release/examples/state_size" "$dir/bin/"
 # BENCH_BIN: another sidejoin binary measured instead (A/B against an earlier revision).
 [ -z "${BENCH_BIN:-}" ] || cp "$BENCH_BIN" "$dir/bin/sidejoin"
 bin="$dir/bin/sidejoin"; span="$dir/bin/topic_span"

@@ -176,6 +176,16 @@ star_state_stopped() {
   } >>"$out"
   restore_rate "$mode"
   echo "restored=$(bytes_of "$state-restored" '*.sst')" >>"$out"
+  # The state at rest: the restored state compacted whole (examples/state_size.rs), a copy per
+  # worker directory; its entries by kind go to stderr.
+  local at_rest=0 db live
+  rm -rf "$state-compacted" && cp -r "$state-restored" "$state-compacted"
+  while IFS= read -r db; do
+    live=$("$dir/bin/state_size" "$db" | tee -a "$dir/$mode.entries" | sed -n 's/^live_sst_bytes=\([0-9]*\).*/\1/p')
+    at_rest=$((at_rest + ${live:-0}))
+  done < <(find "$state-compacted" -name CURRENT -printf '%h\n' | sort)
+  say "$mode: state at rest (compacted): $at_rest bytes; entries by kind: $(grep -h '^entries tag' "$dir/$mode.entries" | sed 's/^entries //' | sort | uniq -c | awk '{$1=$1};1' | paste -sd ';' -)"
+  echo "at_rest=$at_rest" >>"$out"
 }
 
 # state_field MODE KEY: one figure of $dir/MODE.state ("-" when absent).
@@ -192,29 +202,31 @@ star_state_table() {
   for mode in "$@"; do
     case "$mode" in star-flink-rocksdb) flink=$(state_field "$mode" checkpoint) ;; esac
   done
-  printf '\n%-20s %10s %10s %12s %12s %12s %12s %12s %12s %8s\n' mode input_rows state_rows \
-    rocksdb_sst rocksdb_wal restored_sst changelog checkpoint flink_sst vs_flink
+  printf '\n%-20s %10s %10s %12s %12s %12s %12s %12s %12s %12s %8s\n' mode input_rows state_rows \
+    rocksdb_sst rocksdb_wal restored_sst at_rest changelog checkpoint flink_sst vs_flink
   for mode in "$@"; do
     local rows="-" mine="" ratio="-"
     case "$mode" in
       star-flink-*) mine=$(state_field "$mode" checkpoint) ;;
       *)
         rows=$(state_field "$mode" rows | tr ' ' '\n' | awk -F= '{s += $2} END {print s + 0}')
-        mine=$(state_field "$mode" restored)
+        mine=$(state_field "$mode" at_rest)
         ;;
     esac
     [ -n "$flink" ] && [ "$flink" != - ] && [ "$flink" -gt 0 ] && [ "$mine" != - ] &&
       ratio=$(awk -v a="$mine" -v b="$flink" 'BEGIN {printf "%.0f%%", 100 * a / b}')
-    printf '%-20s %10s %10s %12s %12s %12s %12s %12s %12s %8s\n' "$mode" $((inputs + 2 * DIM_ROWS)) "$rows" \
-      "$(state_field "$mode" sst)" "$(state_field "$mode" wal)" "$(state_field "$mode" restored)" \
+    printf '%-20s %10s %10s %12s %12s %12s %12s %12s %12s %12s %8s\n' "$mode" $((inputs + 2 * DIM_ROWS)) "$rows" \
+      "$(state_field "$mode" sst)" "$(state_field "$mode" wal)" "$(state_field "$mode" restored)" "$(state_field "$mode" at_rest)" \
       "$(state_field "$mode" changelog)" "$(state_field "$mode" checkpoint)" "$(state_field "$mode" flink_sst)" "$ratio"
   done
   echo "(input_rows = fact ids + dimension rows, the rows of the final inputs; bytes: rocksdb_sst and rocksdb_wal"
   echo " = sidejoin's state directory at the end of the run, restored_sst = that state restored from its"
-  echo " changelog into an empty directory (SST files only), changelog = its changelog topics' log segments"
+  echo " changelog into an empty directory (SST files only; old versions and deletions of the uncompacted"
+  echo " changelog included), at_rest = the restored state compacted whole (its live SST files),"
+  echo " changelog = its changelog topics' log segments"
   echo " (not compacted yet), checkpoint = Flink's last checkpoint after the input (state_size of an"
   echo " incremental RocksDB checkpoint), flink_sst = Flink's local RocksDB SST files then;"
-  echo " vs_flink = restored_sst (sidejoin) or checkpoint (Flink) / the star-flink-rocksdb checkpoint)"
+  echo " vs_flink = at_rest (sidejoin) or checkpoint (Flink) / the star-flink-rocksdb checkpoint)"
   for mode in "$@"; do
     [ "$mode" = star ] || continue
     local rows expect
