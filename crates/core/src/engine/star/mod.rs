@@ -147,16 +147,52 @@ fn affected<S: JoinState + ?Sized>(
     Ok(facts)
 }
 
-/// The chains of every row in `facts` (one copy each), in order.
-fn chains_of<S: JoinState + ?Sized>(
+/// A change of a dimension row of `side` under join key `key`: the chains of the fact rows it
+/// reaches before and after `change` (which writes the state) go to `emit`, with each fact row's
+/// copies.
+fn around<S: JoinState + ?Sized>(
     t: &mut Table<'_, S>,
     plan: &StarPlan,
-    facts: &[Slot],
-) -> Result<Vec<Vec<Chain>>, StateError> {
-    facts
-        .iter()
-        .map(|f| expand(t, plan, &f.entry.row))
-        .collect()
+    (side, key, has_null): (Side, &[u8], bool),
+    change: impl FnOnce(&mut Table<'_, S>) -> Result<(), StateError>,
+    mut emit: impl FnMut(Vec<Chain>, Vec<Chain>, u32),
+) -> Result<(), StateError> {
+    let facts = affected(t, plan, side, key, has_null)?;
+    let chains = |t: &mut Table<'_, S>| -> Result<Vec<Vec<Chain>>, StateError> {
+        facts
+            .iter()
+            .map(|f| expand(t, plan, &f.entry.row))
+            .collect()
+    };
+    let before = chains(t)?;
+    change(t)?;
+    let after = chains(t)?;
+    for ((f, old), new) in facts.iter().zip(before).zip(after) {
+        emit(old, new, f.entry.copies);
+    }
+    Ok(())
+}
+
+/// Stores one copy of `row` of `side` with its lookup index entries.
+fn store<S: JoinState + ?Sized>(
+    t: &mut Table<'_, S>,
+    plan: &StarPlan,
+    side: Side,
+    keys: &Keys,
+    row: &Row,
+) -> Result<(), StateError> {
+    t.add_copy(plan.source(side), keys, row.clone(), 0)?;
+    index_row(t, plan, side, (&keys.join, &keys.item, row), true);
+    Ok(())
+}
+
+/// Removes one copy of the stored row in `slot`, and its lookup index entries with the last.
+fn unstore<S: JoinState + ?Sized>(t: &mut Table<'_, S>, plan: &StarPlan, side: Side, slot: &Slot) {
+    t.remove_copy(plan.source(side), slot);
+    if slot.entry.copies == 1 {
+        let entry = (&slot.join_key[..], &slot.item[..], &slot.entry.row);
+        index_row(t, plan, side, entry, false);
+    }
 }
 
 /// Runs one normalised step of `side`.
@@ -187,23 +223,18 @@ fn accumulate<S: JoinState + ?Sized>(
     if dedup_drops(t, plan, side, &row, &keys)? {
         return Ok(());
     }
-    let sp = plan.source(side);
     if side == Side::Left {
         let chains = expand(t, plan, &row)?;
         emit.all(kind, &chains, 1);
-        t.add_copy(sp, &keys, row.clone(), 0)?;
-        index_row(t, plan, side, (&keys.join, &keys.item, &row), true);
-        return Ok(());
+        return store(t, plan, side, &keys, &row);
     }
-    let facts = affected(t, plan, side, &keys.join, keys.has_null)?;
-    let before = chains_of(t, plan, &facts)?;
-    t.add_copy(sp, &keys, row.clone(), 0)?;
-    index_row(t, plan, side, (&keys.join, &keys.item, &row), true);
-    let after = chains_of(t, plan, &facts)?;
-    for ((f, old), new) in facts.iter().zip(before).zip(after) {
-        emit.difference(old, new, kind, f.entry.copies);
-    }
-    Ok(())
+    around(
+        t,
+        plan,
+        (side, &keys.join, keys.has_null),
+        |t| store(t, plan, side, &keys, &row),
+        |old, new, copies| emit.difference(old, new, kind, copies),
+    )
 }
 
 /// `-U`/`-D` of the stored row in `slot` on `side`.
@@ -215,41 +246,23 @@ fn retract<S: JoinState + ?Sized>(
     slot: Slot,
     emit: &mut Emit<'_>,
 ) -> Result<(), StateError> {
-    let sp = plan.source(side);
-    let last = slot.entry.copies == 1;
     if side == Side::Left {
-        t.remove_copy(sp, &slot);
-        if last {
-            index_row(
-                t,
-                plan,
-                side,
-                (&slot.join_key, &slot.item, &slot.entry.row),
-                false,
-            );
-        }
+        unstore(t, plan, side, &slot);
         let chains = expand(t, plan, &slot.entry.row)?;
         emit.all(kind, &chains, 1);
         return Ok(());
     }
     let has_null = super::canonical::has_null(&slot.join_key);
-    let facts = affected(t, plan, side, &slot.join_key, has_null)?;
-    let before = chains_of(t, plan, &facts)?;
-    t.remove_copy(sp, &slot);
-    if last {
-        index_row(
-            t,
-            plan,
-            side,
-            (&slot.join_key, &slot.item, &slot.entry.row),
-            false,
-        );
-    }
-    let after = chains_of(t, plan, &facts)?;
-    for ((f, old), new) in facts.iter().zip(before).zip(after) {
-        emit.difference(old, new, kind, f.entry.copies);
-    }
-    Ok(())
+    around(
+        t,
+        plan,
+        (side, &slot.join_key, has_null),
+        |t| {
+            unstore(t, plan, side, &slot);
+            Ok(())
+        },
+        |old, new, copies| emit.difference(old, new, kind, copies),
+    )
 }
 
 /// `-U old`, `+U new` of one row of `side` (SPEC §3.2): the chains it is part of change in place.
@@ -274,24 +287,21 @@ fn update<S: JoinState + ?Sized>(
             return swap(t, plan, side, &old, new, &keys, old.entry.stamp);
         }
     }
+    let now = t.now;
     if side == Side::Left {
         let before = expand(t, plan, &old.entry.row)?;
         let after = expand(t, plan, &new)?;
-        let now = t.now;
         swap(t, plan, side, &old, new, &keys, now)?;
         emit.pairs(before, after, 1);
         return Ok(());
     }
-    let has_null = keys.has_null;
-    let facts = affected(t, plan, side, &keys.join, has_null)?;
-    let before = chains_of(t, plan, &facts)?;
-    let now = t.now;
-    swap(t, plan, side, &old, new, &keys, now)?;
-    let after = chains_of(t, plan, &facts)?;
-    for ((f, old), new) in facts.iter().zip(before).zip(after) {
-        emit.pairs(old, new, f.entry.copies);
-    }
-    Ok(())
+    around(
+        t,
+        plan,
+        (side, &keys.join, keys.has_null),
+        |t| swap(t, plan, side, &old, new, &keys, now),
+        |old, new, copies| emit.pairs(old, new, copies),
+    )
 }
 
 /// Replaces the stored `old` row of `side` by `new` under the same join key, with its lookup
