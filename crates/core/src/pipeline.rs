@@ -6,6 +6,8 @@
 //! advance stream time, returns the error, and `dispatch` says (and counts) what the caller must
 //! do with it — the one place that reads the setting.
 
+use smallvec::SmallVec;
+
 use crate::change::{Event, Input, JoinedChange, Partition, Row, Side};
 use crate::config::{Config, OnError, OnViolation, OutputMode, TimeSource};
 use crate::copartition::KeyCheck;
@@ -323,7 +325,9 @@ impl Pipeline {
     /// Projects what the engine emitted.
     fn project(&mut self) {
         self.projected.clear();
-        let mut rows: Vec<Option<&Row>> = Vec::with_capacity(2);
+        // Input rows of one change: left, right, a star join's further dimensions (no
+        // allocation below eight inputs, the most a join has).
+        let mut rows: SmallVec<[Option<&Row>; 8]> = SmallVec::new();
         for c in &self.joined {
             rows.clear();
             rows.extend([c.left.as_ref(), c.right.as_ref()]);

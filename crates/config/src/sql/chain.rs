@@ -7,6 +7,7 @@
 
 use sqlparser::ast::{BinaryOperator, Expr, Select, TableWithJoins};
 
+use super::condition::conjuncts;
 use super::ddl::Table;
 use super::error::Result;
 use super::query::{at, column, input, join_type, on_condition, refuse, Input, Join, Link};
@@ -71,21 +72,6 @@ pub(super) fn chain<'q, 'a>(
 pub(super) struct LinkKeys {
     pub earlier: usize,
     pub pairs: Vec<(String, String)>,
-}
-
-fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        Expr::Nested(inner) => conjuncts(inner, out),
-        _ => out.push(e),
-    }
 }
 
 /// The keys of the join of `inputs[new]` (`visible` holds it and the tables before it): each

@@ -106,7 +106,8 @@ pub(super) struct Condition {
     pub interval: Interval,
 }
 
-fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+/// The `AND`ed parts of a condition, parentheses looked through.
+pub(super) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::BinaryOp {
             left,
